@@ -1,0 +1,1 @@
+"""trainstack.callbacks: the callback library and the monitors, on TensorFlow 2."""

@@ -1,0 +1,142 @@
+"""The group of a trainer's callbacks: calls each hook on them in order.
+
+The order is the registration order, which the trainer makes:
+
+1. input callbacks (registered by the InputSource while the graph is set up),
+2. trainer callbacks (registered by the trainer itself),
+3. user callbacks (``callbacks=``),
+4. extra callbacks (``extra_callbacks=``, the defaults),
+5. monitors, last.
+
+A hook is only called on the callbacks that override it. The time each
+callback spends in its hooks is measured, and callbacks that take longer
+than ``slow_threshold`` seconds in an epoch are reported in the log.
+"""
+from __future__ import annotations
+
+import logging
+from collections import defaultdict
+from time import perf_counter
+from typing import TYPE_CHECKING, Any, Mapping, Sequence
+
+from .callback import HOOKS, Callback
+from .run import RunArgs, RunContext, RunValues
+from .stop import StopTraining
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .trainer import Trainer
+
+__all__ = ["Callbacks"]
+
+logger = logging.getLogger("trainstack.loop")
+
+
+class Callbacks:
+    """Holds the callbacks of one trainer and runs each hook over them."""
+
+    def __init__(self, callbacks: Sequence[Callback], slow_threshold: float = 1.0) -> None:
+        for i, cb in enumerate(callbacks):
+            if not isinstance(cb, Callback):
+                raise TypeError(f"callback #{i} is {cb!r} ({type(cb).__name__}), not a Callback")
+        self.cbs = list(callbacks)
+        self.slow_threshold = slow_threshold
+        # hook name -> callbacks that override it, in order
+        self._active = {h: [cb for cb in self.cbs if cb.overrides(h)] for h in HOOKS}
+        #: seconds spent by each callback in its hooks since the last report
+        self.timings: dict[Callback, float] = defaultdict(float)
+
+    def active(self, hook: str) -> list[Callback]:
+        """The callbacks that run on ``hook``."""
+        return self._active[hook]
+
+    def _call(self, hook: str, *args: Any) -> None:
+        timings = self.timings
+        for cb in self._active[hook]:
+            start = perf_counter()
+            getattr(cb, hook)(*args)
+            timings[cb] += perf_counter() - start
+
+    # -- hooks -------------------------------------------------------------
+    def setup_graph(self, trainer: "Trainer") -> None:
+        # every callback gets its trainer, even those with no _setup_graph
+        for cb in self.cbs:
+            start = perf_counter()
+            cb.setup_graph(trainer)
+            self.timings[cb] += perf_counter() - start
+
+    def before_train(self) -> None:
+        self._call("before_train")
+        self.report_slow("before_train")
+
+    def before_epoch(self) -> None:
+        self._call("before_epoch")
+
+    def trigger_step(self) -> None:
+        self._call("trigger_step")
+
+    def after_epoch(self) -> None:
+        self._call("after_epoch")
+
+    def trigger_epoch(self) -> None:
+        self._call("trigger_epoch")
+
+    def report_slow(self, when: str) -> None:
+        """Log callbacks slower than ``slow_threshold`` since the last report; reset."""
+        slow = sorted(((t, cb) for cb, t in self.timings.items() if t >= self.slow_threshold),
+                      key=lambda x: -x[0])
+        if slow:
+            total = sum(self.timings.values())
+            logger.info("Callbacks took %.3f s in %s; slowest: %s", total, when,
+                        "; ".join(f"{cb.name}: {t:.3f} s" for t, cb in slow))
+        self.timings.clear()
+
+    def after_train(self) -> list[BaseException]:
+        """Run every ``after_train``, even when some fail; return the failures."""
+        errors = []
+        for cb in self._active["after_train"]:
+            try:
+                cb.after_train()
+            except StopTraining:
+                continue
+            except BaseException as e:  # noqa: BLE001 - every callback must be finalized
+                logger.exception("Callback %s failed in after_train", cb.name)
+                errors.append(e)
+        return errors
+
+    # -- the hooked run ----------------------------------------------------
+    def before_run(self, ctx: RunContext) -> tuple[list[str], dict[str, Any], list]:
+        """Collect the callbacks' requests: (fetch names, feeds, plan for after_run)."""
+        names: dict[str, None] = {}  # ordered set
+        feeds: dict[str, Any] = {}
+        feeders: dict[str, Callback] = {}
+        plan = []
+        timings = self.timings
+        for cb in self._active["before_run"]:
+            start = perf_counter()
+            req = cb.before_run(ctx)
+            timings[cb] += perf_counter() - start
+            if req is None:
+                continue
+            if not isinstance(req, RunArgs):
+                raise TypeError(f"{cb.name}.before_run returned {req!r}; expected RunArgs or None")
+            for n in req.fetch_names():
+                names[n] = None
+            for k, v in req.feeds.items():
+                if k in feeders:
+                    raise ValueError(f"callbacks {feeders[k].name} and {cb.name} both feed {k!r}; "
+                                     "a value can be fed by one callback only")
+                feeders[k] = cb
+                feeds[k] = v
+            plan.append((cb, req))
+        return list(names), feeds, plan
+
+    def after_run(self, ctx: RunContext, values: Mapping[str, Any], plan: list) -> None:
+        """Hand each callback the values it asked for in ``before_run``."""
+        requests = {id(cb): req for cb, req in plan}
+        timings = self.timings
+        for cb in self._active["after_run"]:
+            req = requests.get(id(cb))
+            run_values = RunValues(req.pack(values) if req is not None else None)
+            start = perf_counter()
+            cb.after_run(ctx, run_values)
+            timings[cb] += perf_counter() - start

@@ -1,0 +1,109 @@
+"""The loop state: the one place where the loop's counters live.
+
+Callbacks and trainers read ``epoch_num``, ``global_step`` and ``local_step``
+from here (through ``trainer.epoch_num`` etc.) instead of keeping copies.
+"""
+from __future__ import annotations
+
+import numbers
+from typing import Any, Iterator
+
+__all__ = ["TrainLoop"]
+
+_STATE_KEYS = (
+    "starting_epoch", "max_epoch", "steps_per_epoch",
+    "epoch_num", "local_step", "global_step", "epoch_finished",
+)
+
+
+class TrainLoop:
+    """The epoch × step double loop and its counters.
+
+    Semantics (those of tensorpack):
+
+    - ``epoch_num``: the epoch currently running. Epochs are numbered
+      ``starting_epoch .. max_epoch``, both included; before training it is
+      ``starting_epoch - 1``. An epoch covers ``before_epoch`` up to and
+      including ``trigger_epoch``.
+    - ``local_step``: index (from 0) of the step currently running inside the
+      epoch; -1 before the epoch's first step.
+    - ``global_step``: the number of hooked runs that have finished, across
+      all epochs (it grows right after each hooked run returns, before
+      ``after_run``).
+    - ``epoch_finished``: all steps of ``epoch_num`` have run.
+
+    ``state_dict()`` / ``load_state_dict()`` save and restore these so that a
+    resumed run continues with the step after the last one that started.
+    """
+
+    def __init__(self) -> None:
+        self.starting_epoch = 1
+        self.max_epoch = 0
+        self.steps_per_epoch = 0
+        self.epoch_num = 0
+        self.local_step = -1
+        self.global_step = 0
+        self.epoch_finished = True
+        self.stop_requested = False
+        self._loaded = False
+
+    def configure(self, steps_per_epoch: int, starting_epoch: int | None, max_epoch: int) -> None:
+        """Set the loop's bounds. After ``load_state_dict`` the position is kept."""
+        steps_per_epoch = _non_negative_int("steps_per_epoch", steps_per_epoch)
+        max_epoch = _non_negative_int("max_epoch", max_epoch)
+        if self._loaded:
+            if starting_epoch is not None and int(starting_epoch) != self.starting_epoch:
+                raise ValueError(
+                    f"starting_epoch={starting_epoch} conflicts with the loaded loop state, "
+                    f"which resumes a run that started at epoch {self.starting_epoch}; "
+                    "pass starting_epoch=None (or the same value) to resume it")
+        else:
+            self.starting_epoch = _non_negative_int(
+                "starting_epoch", 1 if starting_epoch is None else starting_epoch)
+            self.epoch_num = self.starting_epoch - 1
+            self.local_step = -1
+            self.epoch_finished = True
+        self.steps_per_epoch = steps_per_epoch
+        self.max_epoch = max_epoch
+
+    def epochs(self) -> Iterator[int]:
+        """Yield the epochs to run, from the resume point to ``max_epoch``."""
+        if self.epoch_finished:
+            self.epoch_num += 1
+            self.local_step = -1
+        while self.epoch_num <= self.max_epoch:
+            self.epoch_finished = False
+            yield self.epoch_num
+            self.epoch_num += 1
+            self.local_step = -1
+        self.epoch_num -= 1  # stay on the last epoch that ran
+
+    def steps(self) -> Iterator[int]:
+        """Yield the local steps left in the current epoch; mark it finished after."""
+        for self.local_step in range(self.local_step + 1, self.steps_per_epoch):
+            yield self.local_step
+        self.epoch_finished = True
+
+    def state_dict(self) -> dict[str, Any]:
+        """The counters as a JSON-serialisable dict."""
+        return {k: getattr(self, k) for k in _STATE_KEYS}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        """Restore counters saved by :meth:`state_dict`; the next loop resumes there."""
+        missing = [k for k in _STATE_KEYS if k not in state]
+        if missing:
+            raise KeyError(f"loop state is missing {missing}; expected the keys {list(_STATE_KEYS)} "
+                           "as written by TrainLoop.state_dict()")
+        for k in _STATE_KEYS:
+            v = state[k]
+            expected = bool if k == "epoch_finished" else int
+            if not isinstance(v, expected) or (expected is int and isinstance(v, bool)):
+                raise TypeError(f"loop state {k!r} must be {expected.__name__}, got {v!r}")
+            setattr(self, k, v)
+        self._loaded = True
+
+
+def _non_negative_int(name: str, value: Any) -> int:
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 0:
+        raise ValueError(f"{name} must be a non-negative integer, got {value!r}")
+    return int(value)

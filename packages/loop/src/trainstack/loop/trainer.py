@@ -1,0 +1,274 @@
+"""The base Trainer: runs ``run_step`` in an epoch × step loop, with callbacks.
+
+"Anything that runs in a loop": the trainer makes no assumption about what a
+step is. Either set ``trainer.train_op`` to a callable (the default
+``run_step`` runs it through :meth:`Trainer.hooked_run`), or subclass and
+override :meth:`Trainer.run_step`.
+
+A run is three calls, which :meth:`Trainer.train` makes in order::
+
+    trainer.setup_callbacks(callbacks, monitors)   # 1. callbacks and monitors
+    trainer.initialize(...)                         # 2. the layers above: initialize state
+    trainer.main_loop(steps_per_epoch, starting_epoch, max_epoch)   # 3. the loop
+"""
+from __future__ import annotations
+
+import logging
+import time
+from typing import Any, Callable, Sequence
+
+from .callback import Callback
+from .group import Callbacks
+from .monitors import MonitorBase, Monitors
+from .run import RunContext, call_step
+from .state import TrainLoop
+from .stop import StopTraining
+
+__all__ = ["Trainer", "DEFAULT_MAX_EPOCH"]
+
+logger = logging.getLogger("trainstack.loop")
+
+#: tensorpack's default for ``max_epoch``: practically "until stopped".
+DEFAULT_MAX_EPOCH = 9999999
+
+
+class Trainer:
+    """Base class of trainers.
+
+    Counters (``epoch_num``, ``global_step``, ``local_step``,
+    ``steps_per_epoch``, ``starting_epoch``, ``max_epoch``) are read from
+    ``trainer.loop``, a :class:`TrainLoop`, their only home.
+    """
+
+    #: Whether this process is the chief of a distributed run; chief-only
+    #: callbacks are dropped elsewhere.
+    is_chief: bool = True
+
+    #: Exceptions that, like StopTraining, end training cleanly. Framework
+    #: layers add theirs (e.g. an input that ran out of data).
+    stop_exceptions: tuple[type[BaseException], ...] = ()
+
+    #: Callbacks slower than this many seconds in one epoch are reported.
+    slow_callback_threshold: float = 1.0
+
+    def __init__(self) -> None:
+        self.loop = TrainLoop()
+        self._callbacks: list[Callback] | Callbacks = []
+        self.monitors: Monitors | None = None
+        self._initialized = False
+
+    # -- counters, from the loop state ----------------------------------------
+    epoch_num = property(lambda self: self.loop.epoch_num)
+    global_step = property(lambda self: self.loop.global_step)
+    local_step = property(lambda self: self.loop.local_step)
+    steps_per_epoch = property(lambda self: self.loop.steps_per_epoch)
+    starting_epoch = property(lambda self: self.loop.starting_epoch)
+    max_epoch = property(lambda self: self.loop.max_epoch)
+
+    # -- callbacks ---------------------------------------------------------------
+    @property
+    def callbacks(self) -> Callbacks:
+        """The group of callbacks; exists once :meth:`setup_callbacks` has run."""
+        if not isinstance(self._callbacks, Callbacks):
+            raise RuntimeError("the trainer's callbacks are not set up yet; call setup_callbacks() "
+                               "(or train()) first")
+        return self._callbacks
+
+    def register_callback(self, cb: Callback) -> bool:
+        """Add a callback; allowed only until :meth:`setup_callbacks` finishes.
+
+        Returns False (and logs) when the callback is chief-only and this
+        process is not the chief.
+        """
+        if not isinstance(cb, Callback):
+            raise TypeError(f"register_callback expects a Callback, got {cb!r} ({type(cb).__name__})")
+        if isinstance(self._callbacks, Callbacks):
+            raise RuntimeError(
+                f"cannot register callback {cb.name}: the trainer's callbacks are already set up. "
+                "Register callbacks before setup_callbacks()/train(), or pass them to train()")
+        if cb.chief_only and not self.is_chief:
+            logger.warning("Callback %s is chief-only; skipped on this non-chief process.", cb.name)
+            return False
+        self._callbacks.append(cb)
+        return True
+
+    def setup_callbacks(self, callbacks: Sequence[Callback], monitors: Sequence[MonitorBase]) -> None:
+        """Register ``callbacks`` then ``monitors`` (after anything registered before), build
+        ``trainer.monitors`` and run every callback's ``setup_graph``. Call once."""
+        if isinstance(self._callbacks, Callbacks):
+            raise RuntimeError("setup_callbacks() was already called on this trainer")
+        callbacks, monitors = _as_list("callbacks", callbacks), _as_list("monitors", monitors)
+        for cb in callbacks:
+            if isinstance(cb, MonitorBase):
+                raise TypeError(f"{cb.name} is a monitor; pass it in monitors=, not callbacks=")
+            self.register_callback(cb)
+        registered = []
+        for m in monitors:
+            if not isinstance(m, MonitorBase):
+                raise TypeError(f"monitors must derive from MonitorBase, got {m!r} ({type(m).__name__})")
+            if self.register_callback(m):
+                registered.append(m)
+        # the hub exists before any setup_graph runs, so every callback can write to it
+        self.monitors = Monitors(registered)
+        group = Callbacks(self._callbacks, slow_threshold=self.slow_callback_threshold)
+        self._callbacks = group
+        group.setup_graph(self)
+        group.report_slow("setup_graph")
+
+    # -- initialization ----------------------------------------------------------------
+    def initialize(self, **kwargs: Any) -> None:
+        """Prepare state before the loop (restore a checkpoint, ...); call once,
+        after :meth:`setup_callbacks`. The keyword arguments go to ``_initialize``."""
+        if self._initialized:
+            raise RuntimeError("initialize() was already called on this trainer")
+        self.callbacks  # noqa: B018 - raises a clear error if not set up
+        self._initialize(**kwargs)
+        self._initialized = True
+
+    def _initialize(self, **kwargs: Any) -> None:
+        """Hook for the layers above; the base trainer takes no arguments."""
+        if kwargs:
+            raise TypeError(
+                f"{type(self).__name__}.initialize() got unexpected arguments {sorted(kwargs)}; "
+                "the base loop Trainer has nothing to initialize (framework trainers, e.g. "
+                "trainstack.towers', accept session_init and friends)")
+
+    # -- running steps -------------------------------------------------------------------
+    def run(self, fn: Callable, *args: Any) -> Any:
+        """Run a step function once, without any callback hook (tensorpack's ``sess.run``)."""
+        return call_step(fn, args, (), {})[0]
+
+    def hooked_run(self, fn: Callable, *args: Any) -> Any:
+        """Run a step function once with the callbacks' ``before_run``/``after_run``.
+
+        Each callback may ask for named values (fetches) and give feeds; the
+        step runs once with all of them, ``global_step`` grows by one, and
+        each callback receives what it asked for. Returns the step's output.
+        """
+        group = self._callbacks
+        if not isinstance(group, Callbacks) or not (group.active("before_run") or group.active("after_run")):
+            output = call_step(fn, args, (), {})[0]
+            self.loop.global_step += 1
+            return output
+        ctx = RunContext(self, fn, args)
+        fetches, feeds, plan = group.before_run(ctx)
+        output, values = call_step(fn, args, fetches, feeds)
+        self.loop.global_step += 1
+        group.after_run(ctx, values, plan)
+        return output
+
+    def run_step(self) -> None:
+        """One iteration. The default runs ``self.train_op`` through :meth:`hooked_run`;
+        set ``train_op`` or override this method to define what an iteration is."""
+        train_op = getattr(self, "train_op", None)
+        if train_op is None:
+            raise NotImplementedError(
+                f"{type(self).__name__} has no train_op: set trainer.train_op to a callable "
+                "(the step function), or subclass Trainer and override run_step()")
+        self.hooked_run(train_op)
+
+    # -- the loop ----------------------------------------------------------------------
+    def main_loop(self, steps_per_epoch: int, starting_epoch: int | None = None,
+                  max_epoch: int = DEFAULT_MAX_EPOCH) -> None:
+        """Run epochs ``starting_epoch .. max_epoch`` (inclusive) of ``steps_per_epoch`` steps.
+
+        ``starting_epoch`` defaults to 1, or, after ``trainer.loop.load_state_dict``,
+        to the resumed run's, which then continues right after its last step.
+        StopTraining (and ``stop_exceptions``) end the loop cleanly; any other
+        error propagates after every callback's ``after_train`` has run.
+        """
+        group = self.callbacks
+        loop = self.loop
+        loop.configure(steps_per_epoch, starting_epoch, max_epoch)
+        loop.stop_requested = False
+        error: BaseException | None = None
+        try:
+            group.before_train()
+            for epoch in loop.epochs():
+                logger.info("Start epoch %d ...", epoch)
+                group.before_epoch()
+                start = time.perf_counter()
+                for _ in loop.steps():
+                    if loop.stop_requested:
+                        raise StopTraining("a callback requested a stop")
+                    self.run_step()
+                    group.trigger_step()
+                group.after_epoch()
+                logger.info("Epoch %d (global_step %d) finished, time: %.3f s.",
+                            epoch, loop.global_step, time.perf_counter() - start)
+                group.trigger_epoch()
+                group.report_slow(f"epoch {epoch}")
+                if loop.stop_requested:
+                    raise StopTraining("a callback requested a stop")
+            logger.info("Training has finished!")
+        except (StopTraining, *self.stop_exceptions) as e:
+            logger.info("Training was stopped by %s: %s", type(e).__name__, e)
+        except KeyboardInterrupt as e:
+            logger.info("Detected Ctrl-C; finalizing callbacks and exiting the main loop.")
+            error = e
+            raise
+        except BaseException as e:
+            logger.error("Training failed at global_step=%d (epoch %d, local step %d).",
+                         loop.global_step, loop.epoch_num, loop.local_step)
+            error = e
+            raise
+        finally:
+            failures = group.after_train()
+            if failures and error is None:
+                raise failures[0]
+
+    def train(self, callbacks: Sequence[Callback], monitors: Sequence[MonitorBase],
+              steps_per_epoch: int, starting_epoch: int | None = None,
+              max_epoch: int = DEFAULT_MAX_EPOCH, **initialize_kwargs: Any) -> None:
+        """``setup_callbacks``, ``initialize`` and ``main_loop``, in that order."""
+        _ensure_log_handler()
+        self.setup_callbacks(callbacks, monitors)
+        self.initialize(**initialize_kwargs)
+        self.main_loop(steps_per_epoch, starting_epoch, max_epoch)
+
+    def train_with_defaults(self, *, callbacks: Sequence[Callback] | None = None,
+                            monitors: Sequence[MonitorBase] | None = None,
+                            extra_callbacks: Sequence[Callback] | None = None,
+                            steps_per_epoch: int | None = None, starting_epoch: int | None = None,
+                            max_epoch: int = DEFAULT_MAX_EPOCH, **initialize_kwargs: Any) -> None:
+        """Like :meth:`train`, with defaults for everything but ``steps_per_epoch``.
+
+        ``extra_callbacks`` (default :meth:`default_extra_callbacks`) are added after
+        ``callbacks``; ``monitors`` default to :meth:`default_monitors`.
+        """
+        if steps_per_epoch is None:
+            steps_per_epoch = self._default_steps_per_epoch()
+        extra = self.default_extra_callbacks() if extra_callbacks is None else extra_callbacks
+        monitors = self.default_monitors() if monitors is None else monitors
+        self.train([*_as_list("callbacks", callbacks or []), *_as_list("extra_callbacks", extra)],
+                   monitors, steps_per_epoch, starting_epoch, max_epoch, **initialize_kwargs)
+
+    def default_extra_callbacks(self) -> list[Callback]:
+        """Callbacks added by :meth:`train_with_defaults`; none in the base loop."""
+        return []
+
+    def default_monitors(self) -> list[MonitorBase]:
+        """Monitors used by :meth:`train_with_defaults`; none in the base loop."""
+        return []
+
+    def _default_steps_per_epoch(self) -> int:
+        raise ValueError(f"{type(self).__name__}.train_with_defaults() needs steps_per_epoch: "
+                         "the base loop cannot know the size of an epoch")
+
+
+def _as_list(what: str, items: Any) -> list:
+    if not isinstance(items, (list, tuple)):
+        raise TypeError(f"{what} must be a list of callbacks, got {items!r} ({type(items).__name__})")
+    return list(items)
+
+
+def _ensure_log_handler() -> None:
+    """Show the trainer's INFO logs when the application configured no logging."""
+    lib = logging.getLogger("trainstack")
+    if lib.handlers or logging.getLogger().handlers:
+        return
+    handler = logging.StreamHandler()
+    handler.setFormatter(logging.Formatter("[%(asctime)s %(name)s] %(message)s", "%m%d %H:%M:%S"))
+    lib.addHandler(handler)
+    if lib.level == logging.NOTSET:
+        lib.setLevel(logging.INFO)
