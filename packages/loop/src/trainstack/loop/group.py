@@ -42,6 +42,8 @@ class Callbacks:
         self.slow_threshold = slow_threshold
         # hook name -> callbacks that override it, in order
         self._active = {h: [cb for cb in self.cbs if cb.overrides(h)] for h in HOOKS}
+        #: whether any callback takes part in hooked runs (if not, they skip the protocol)
+        self.hooks_runs = bool(self._active["before_run"] or self._active["after_run"])
         #: seconds spent by each callback in its hooks since the last report
         self.timings: dict[Callback, float] = defaultdict(float)
 
@@ -50,8 +52,11 @@ class Callbacks:
         return self._active[hook]
 
     def _call(self, hook: str, *args: Any) -> None:
+        active = self._active[hook]
+        if not active:
+            return
         timings = self.timings
-        for cb in self._active[hook]:
+        for cb in active:
             start = perf_counter()
             getattr(cb, hook)(*args)
             timings[cb] += perf_counter() - start

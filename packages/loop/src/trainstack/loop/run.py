@@ -14,12 +14,16 @@ keyword arguments and return a mapping of named values; framework layers
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Callable, Mapping, Protocol, Sequence, Union, runtime_checkable
 
 if TYPE_CHECKING:  # pragma: no cover
     from .trainer import Trainer
 
 __all__ = ["RunArgs", "RunValues", "RunContext", "FetchableStep", "call_step"]
+
+_NO_FEEDS: Mapping[str, Any] = MappingProxyType({})
+_NO_VALUES: Mapping[str, Any] = MappingProxyType({})
 
 #: A fetch request: one name, a sequence of names, or a mapping key -> name.
 Fetches = Union[None, str, Sequence[str], Mapping[Any, str]]
@@ -96,20 +100,24 @@ class FetchableStep(Protocol):
         ...  # pragma: no cover
 
 
-def call_step(fn: Callable, args: tuple, fetches: Sequence[str],
-              feeds: Mapping[str, Any]) -> tuple[Any, dict[str, Any]]:
+def call_step(fn: Callable, args: tuple, fetches: Sequence[str] = (),
+              feeds: Mapping[str, Any] = _NO_FEEDS) -> tuple[Any, Mapping[str, Any]]:
     """Run ``fn`` once with ``feeds``; return its output and the fetched values.
 
     A :class:`FetchableStep` handles both itself. A plain callable is called
     as ``fn(*args, **feeds)``, and fetches are looked up by name in the
     mapping it returns.
     """
-    if isinstance(fn, FetchableStep):
-        output, values = fn.run_with_fetches(args, tuple(fetches), feeds)
+    run_with_fetches = getattr(fn, "run_with_fetches", None)  # cheaper than isinstance(Protocol)
+    if run_with_fetches is not None:
+        output, values = run_with_fetches(args, tuple(fetches), feeds)
         return output, dict(values)
-    output = fn(*args, **feeds)
+    if not feeds:
+        output = fn(*args)
+    else:
+        output = fn(*args, **feeds)
     if not fetches:
-        return output, {}
+        return output, _NO_VALUES
     if not isinstance(output, Mapping):
         raise TypeError(
             f"callbacks asked to fetch {list(fetches)} from step {_name(fn)}, which returned "

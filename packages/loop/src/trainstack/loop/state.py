@@ -68,15 +68,12 @@ class TrainLoop:
 
     def epochs(self) -> Iterator[int]:
         """Yield the epochs to run, from the resume point to ``max_epoch``."""
-        if self.epoch_finished:
-            self.epoch_num += 1
-            self.local_step = -1
-        while self.epoch_num <= self.max_epoch:
+        first = self.epoch_num + 1 if self.epoch_finished else self.epoch_num
+        for epoch in range(first, self.max_epoch + 1):
+            if epoch != self.epoch_num:  # a new epoch, not the resumed one
+                self.epoch_num, self.local_step = epoch, -1
             self.epoch_finished = False
-            yield self.epoch_num
-            self.epoch_num += 1
-            self.local_step = -1
-        self.epoch_num -= 1  # stay on the last epoch that ran
+            yield epoch
 
     def steps(self) -> Iterator[int]:
         """Yield the local steps left in the current epoch; mark it finished after."""

@@ -136,7 +136,7 @@ class Trainer:
     # -- running steps -------------------------------------------------------------------
     def run(self, fn: Callable, *args: Any) -> Any:
         """Run a step function once, without any callback hook (tensorpack's ``sess.run``)."""
-        return call_step(fn, args, (), {})[0]
+        return call_step(fn, args)[0]
 
     def hooked_run(self, fn: Callable, *args: Any) -> Any:
         """Run a step function once with the callbacks' ``before_run``/``after_run``.
@@ -146,8 +146,8 @@ class Trainer:
         each callback receives what it asked for. Returns the step's output.
         """
         group = self._callbacks
-        if not isinstance(group, Callbacks) or not (group.active("before_run") or group.active("after_run")):
-            output = call_step(fn, args, (), {})[0]
+        if not isinstance(group, Callbacks) or not group.hooks_runs:
+            output = call_step(fn, args)[0]
             self.loop.global_step += 1
             return output
         ctx = RunContext(self, fn, args)

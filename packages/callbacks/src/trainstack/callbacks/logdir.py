@@ -1,0 +1,172 @@
+"""The logger directory: the one place that decides where a run writes.
+
+Monitors (TensorBoard events, ``stats.jsonl``), checkpoints and profiler
+traces default to :func:`get_logger_dir`. Setting it also opens
+``<dir>/log.log``, which records the "trainstack" loggers.
+
+When the directory already holds files, ``action`` says what to do
+(tensorpack's choices; a letter or the word):
+
+- ``k`` / ``keep``: use it as it is (resuming a run);
+- ``b`` / ``backup``: rename it to ``<dir><timestamp>`` and start empty;
+- ``d`` / ``delete``: delete it and start empty;
+- ``n`` / ``new``: use ``<dir><timestamp>`` instead;
+- ``q`` / ``quit``: refuse (FileExistsError).
+
+Without ``action`` the user is asked when stdin is a terminal; otherwise
+(CI, pytest, a batch job) it is an error, never a wait on input.
+"""
+from __future__ import annotations
+
+import logging
+import os
+import shutil
+import sys
+from datetime import datetime
+
+from trainstack.loop.trainer import _ensure_log_handler
+
+__all__ = ["set_logger_dir", "get_logger_dir", "auto_set_dir", "LOG_FILE_NAME"]
+
+logger = logging.getLogger("trainstack.callbacks")
+
+#: Name of the log file written in the logger directory.
+LOG_FILE_NAME = "log.log"
+
+_ACTIONS = {"k": "keep", "b": "backup", "d": "delete", "n": "new", "q": "quit"}
+_ACCEPTED = ", ".join(f"{k!r}/{w!r}" for k, w in _ACTIONS.items())
+
+_log_dir: str | None = None
+_file_handler: logging.FileHandler | None = None
+
+
+def get_logger_dir() -> str | None:
+    """The logger directory, or None when none was set."""
+    return _log_dir
+
+
+def set_logger_dir(dirname: str, action: str | None = None) -> str:
+    """Make ``dirname`` the logger directory and log to ``<dirname>/log.log``.
+
+    ``action`` decides what happens when the directory exists and is not
+    empty (hidden files do not count); see the module docstring. Returns the
+    directory actually used (different from ``dirname`` with ``new``).
+    """
+    global _log_dir
+    action = _normalize_action(action)
+    dirname = os.path.normpath(os.fspath(dirname))
+    if _is_nonempty_dir(dirname):
+        if action is None:
+            action = _ask_action(dirname)
+        if action == "q":
+            raise FileExistsError(f"logger directory {dirname!r} exists and is not empty "
+                                  "(action 'quit')")
+    else:
+        action = None
+    # close the old log file first, so that its directory can be moved or deleted
+    _close_file_handler()
+    if action is not None:
+        dirname = _apply_action(dirname, action)
+    if os.path.exists(dirname) and not os.path.isdir(dirname):
+        raise NotADirectoryError(f"logger directory {dirname!r} exists and is not a directory")
+    os.makedirs(dirname, exist_ok=True)
+    _open_file_handler(os.path.join(dirname, LOG_FILE_NAME))
+    _log_dir = dirname
+    logger.info("Logger directory: %s (argv: %s)", dirname, " ".join(sys.argv))
+    return dirname
+
+
+def auto_set_dir(action: str | None = None, name: str | None = None) -> str:
+    """Set the logger directory to ``train_log/<script name>[:<name>]``.
+
+    The script is the running ``__main__`` module's file, without extension.
+    """
+    main_file = getattr(sys.modules.get("__main__"), "__file__", None)
+    if not main_file:
+        raise RuntimeError("auto_set_dir() needs a script: __main__ has no __file__ (interactive "
+                           "session?); call set_logger_dir(dirname) instead")
+    dirname = os.path.join("train_log", os.path.splitext(os.path.basename(main_file))[0])
+    if name:
+        dirname += ("_" if os.name == "nt" else ":") + name  # ':' is not allowed on Windows
+    return set_logger_dir(dirname, action=action)
+
+
+def _normalize_action(action: str | None) -> str | None:
+    if action is None:
+        return None
+    key = str(action).strip().lower()
+    for letter, word in _ACTIONS.items():
+        if key in (letter, word):
+            return letter
+    raise ValueError(f"unknown logger directory action {action!r}; expected one of {_ACCEPTED}")
+
+
+def _is_nonempty_dir(dirname: str) -> bool:
+    return os.path.isdir(dirname) and any(not f.startswith(".") for f in os.listdir(dirname))
+
+
+def _ask_action(dirname: str) -> str:
+    if sys.stdin is None or not sys.stdin.isatty():
+        raise FileExistsError(
+            f"logger directory {dirname!r} exists and is not empty, and there is no terminal to "
+            f"ask what to do; pass action= one of {_ACCEPTED}")
+    logger.warning("Logger directory %s exists. Keep it when resuming a previous run.", dirname)
+    while True:
+        try:
+            answer = input("Select action: k (keep) / b (backup) / d (delete) / n (new) / q (quit): ")
+        except EOFError:
+            answer = "q"
+        try:
+            action = _normalize_action(answer)
+        except ValueError:
+            continue
+        if action is not None:
+            return action
+
+
+def _apply_action(dirname: str, action: str) -> str:
+    """Do ``action`` on the non-empty ``dirname``; return the directory to use."""
+    if action == "b":
+        backup = _timestamped(dirname)
+        shutil.move(dirname, backup)
+        logger.info("Logger directory %s moved to %s", dirname, backup)
+    elif action == "d":
+        shutil.rmtree(dirname)
+        logger.info("Logger directory %s deleted", dirname)
+    elif action == "n":
+        dirname = _timestamped(dirname)
+        logger.info("Using a new logger directory %s", dirname)
+    return dirname
+
+
+def _timestamped(dirname: str) -> str:
+    """``dirname`` + the current time, made unique if that exists already."""
+    base = dirname + datetime.now().strftime("%m%d-%H%M%S")
+    candidate, n = base, 1
+    while os.path.exists(candidate):
+        candidate, n = f"{base}-{n}", n + 1
+    return candidate
+
+
+def _open_file_handler(path: str) -> None:
+    global _file_handler
+    # Show INFO logs on the console too when the application configured no logging;
+    # done before the file handler exists, which would otherwise count as "configured".
+    _ensure_log_handler()
+    lib = logging.getLogger("trainstack")
+    if lib.level == logging.NOTSET:
+        lib.setLevel(logging.INFO)  # the log file records INFO and above
+    # append: with 'keep' (resume), the previous run's log stays
+    handler = logging.FileHandler(path, mode="a", encoding="utf-8")
+    handler.setFormatter(logging.Formatter("[%(asctime)s %(name)s %(levelname)s] %(message)s",
+                                           "%m%d %H:%M:%S"))
+    lib.addHandler(handler)
+    _file_handler = handler
+
+
+def _close_file_handler() -> None:
+    global _file_handler
+    if _file_handler is not None:
+        logging.getLogger("trainstack").removeHandler(_file_handler)
+        _file_handler.close()
+        _file_handler = None

@@ -1,0 +1,307 @@
+"""Checkpoints: save the trainer's model and loop state; keep the best one.
+
+The trainer contract
+--------------------
+A trainer that can be checkpointed has an attribute (or property)
+``checkpoint_objects``: a dict ``name -> trackable`` (``tf.Variable``,
+``tf.Module``, Keras model, layer or optimizer) naming everything a
+checkpoint holds. It is read once, at ``setup_graph``; the objects are
+tracked, not their variables, so variables created later (optimizer slots)
+are saved too. The towers layer implements it; a trainer without it gets a
+clear error at ``setup_graph``.
+
+What a checkpoint holds
+-----------------------
+``tf.train.Checkpoint(**trainer.checkpoint_objects, loop_state=...)``:
+the names are the dict's keys, so plain TensorFlow restores the model with
+``tf.train.Checkpoint(w=..., b=...).restore(path).expect_partial()``. The
+loop counters (``trainer.loop.state_dict()``) are stored under
+``loop_state/<key>`` as scalar variables (int64, or bool for flags), readable
+by any TensorFlow program; :func:`load_loop_state` / :func:`restore_loop_state`
+read them back to resume a run.
+
+Files are written by ``tf.train.CheckpointManager`` as
+``<dir>/model-<global_step>.{index,data-*}`` plus the ``checkpoint`` state
+file. TensorFlow writes each checkpoint's shards to a temporary prefix and
+merges them into place before it rewrites the state file (atomically, by
+rename), and deletes old checkpoints only after that; so
+``tf.train.latest_checkpoint`` never names a half-written checkpoint and a
+crash while saving loses nothing already saved.
+"""
+from __future__ import annotations
+
+import logging
+import math
+import os
+import re
+from typing import Any, Mapping
+
+import tensorflow as tf
+
+from trainstack.loop import Callback, Trainer
+
+from .logdir import get_logger_dir
+
+__all__ = ["ModelSaver", "MinSaver", "MaxSaver", "load_loop_state", "restore_loop_state",
+           "LOOP_STATE_KEY"]
+
+logger = logging.getLogger("trainstack.callbacks")
+
+#: The checkpoint key under which the loop counters are stored.
+LOOP_STATE_KEY = "loop_state"
+_BEST_STAT_KEY = "best_stat"
+_RESERVED_KEYS = (LOOP_STATE_KEY, _BEST_STAT_KEY, "save_counter")
+_VALUE_SUFFIX = "/.ATTRIBUTES/VARIABLE_VALUE"
+
+# Disk trouble while saving is logged, not raised: a full disk must not kill a long run.
+_SAVE_ERRORS = (OSError, tf.errors.PermissionDeniedError, tf.errors.ResourceExhaustedError,
+                tf.errors.AlreadyExistsError, tf.errors.UnavailableError)
+
+
+# -- helpers shared by the savers -------------------------------------------------------------
+def _checkpoint_objects(trainer: Trainer, who: str) -> dict[str, Any]:
+    """The trainer's ``checkpoint_objects``, checked."""
+    try:
+        objects = trainer.checkpoint_objects
+    except AttributeError as e:
+        raise AttributeError(
+            f"{who} needs trainer.checkpoint_objects (a dict name -> tf.Variable, tf.Module or "
+            f"Keras model/optimizer, listing what a checkpoint holds); "
+            f"{type(trainer).__name__} has none") from e
+    if not isinstance(objects, Mapping) or not objects:
+        raise TypeError(f"{who}: {type(trainer).__name__}.checkpoint_objects must be a non-empty "
+                        f"dict name -> trackable, got {objects!r}")
+    for key, obj in objects.items():
+        if not isinstance(key, str) or not key:
+            raise TypeError(f"{who}: checkpoint_objects keys must be non-empty strings, got {key!r}")
+        if key in _RESERVED_KEYS:
+            raise ValueError(f"{who}: checkpoint_objects key {key!r} is reserved by the savers; "
+                             f"rename it (reserved: {list(_RESERVED_KEYS)})")
+        if not isinstance(obj, tf.__internal__.tracking.Trackable):
+            raise TypeError(f"{who}: checkpoint_objects[{key!r}] is {type(obj).__name__}, which "
+                            "tf.train.Checkpoint cannot save; expected a tf.Variable, tf.Module or "
+                            "Keras object")
+    return dict(objects)
+
+
+def _loop_state_module(state: Mapping[str, Any]) -> tf.Module:
+    """Scalar variables holding the loop counters (int64; bool for flags)."""
+    module = tf.Module(name=LOOP_STATE_KEY)
+    with tf.device("CPU:0"):
+        for key, value in state.items():
+            dtype = tf.bool if isinstance(value, bool) else tf.int64
+            setattr(module, key, tf.Variable(value, dtype=dtype, trainable=False, name=key))
+    return module
+
+
+def _capture_loop_state(module: tf.Module, trainer: Trainer) -> None:
+    for key, value in trainer.loop.state_dict().items():
+        getattr(module, key).assign(value)
+
+
+def _resolve_dir(checkpoint_dir: str | os.PathLike | None, who: str) -> str:
+    directory = os.fspath(checkpoint_dir) if checkpoint_dir is not None else get_logger_dir()
+    if directory is None:
+        raise ValueError(f"{who} has no directory to write to: pass checkpoint_dir=..., or call "
+                         "trainstack.callbacks.set_logger_dir() before training")
+    tf.io.gfile.makedirs(directory)
+    return directory
+
+
+def _checkpoint_number(path: str | None) -> int | None:
+    """The number a CheckpointManager put at the end of a checkpoint prefix."""
+    match = re.search(r"-(\d+)$", path or "")
+    return int(match.group(1)) if match else None
+
+
+def _check_dir_arg(checkpoint_dir: Any) -> None:
+    if checkpoint_dir is not None and not isinstance(checkpoint_dir, (str, os.PathLike)):
+        raise TypeError(f"checkpoint_dir must be a path or None, got {checkpoint_dir!r}")
+
+
+# -- loop state ------------------------------------------------------------------------------------
+def load_loop_state(path: str | os.PathLike) -> dict[str, int | bool]:
+    """The loop counters stored in a checkpoint written by :class:`ModelSaver` or :class:`MinSaver`.
+
+    ``path`` is a checkpoint prefix (``.../model-300``) or a directory (its latest checkpoint).
+    """
+    path = os.fspath(path)
+    if tf.io.gfile.isdir(path):
+        latest = tf.train.latest_checkpoint(path)
+        if latest is None:
+            raise FileNotFoundError(f"no checkpoint in directory {path!r}")
+        path = latest
+    reader = tf.train.load_checkpoint(path)
+    prefix = LOOP_STATE_KEY + "/"
+    state: dict[str, int | bool] = {}
+    for name, dtype in reader.get_variable_to_dtype_map().items():
+        if name.startswith(prefix) and name.endswith(_VALUE_SUFFIX):
+            key = name[len(prefix):-len(_VALUE_SUFFIX)]
+            value = reader.get_tensor(name)
+            state[key] = bool(value) if dtype == tf.bool else int(value)
+    if not state:
+        raise KeyError(f"checkpoint {path!r} holds no loop state (no '{prefix}*' variables); "
+                       "it was not written by ModelSaver or MinSaver")
+    return state
+
+
+def restore_loop_state(trainer: Trainer, path: str | os.PathLike) -> dict[str, int | bool]:
+    """Load the loop counters of checkpoint ``path`` into ``trainer.loop`` (to resume); return them."""
+    state = load_loop_state(path)
+    trainer.loop.load_state_dict(state)
+    return state
+
+
+# -- the savers ---------------------------------------------------------------------------------
+class ModelSaver(Callback):
+    """Save a checkpoint of the trainer (see the module docstring) when triggered.
+
+    Triggered at each epoch by default (wrap in ``PeriodicTrigger`` to change that), and once
+    more in ``after_train`` when the last epoch finished after the last save, so the final
+    model is never lost. A run that failed mid-epoch is not saved then: its state may be bad,
+    and saving could rotate a good checkpoint out.
+
+    ``max_to_keep`` (None: keep all) and ``keep_checkpoint_every_n_hours`` are those of
+    ``tf.train.CheckpointManager``; "keep" means "do not delete", not "create".
+    ``checkpoint_dir`` defaults to the logger directory, as in tensorpack.
+    """
+
+    def __init__(self, max_to_keep: int | None = 10, keep_checkpoint_every_n_hours: float | None = 0.5,
+                 checkpoint_dir: str | os.PathLike | None = None) -> None:
+        if max_to_keep is not None and (isinstance(max_to_keep, bool) or not isinstance(max_to_keep, int)
+                                        or max_to_keep < 1):
+            raise ValueError(f"max_to_keep must be a positive integer, or None to keep every "
+                             f"checkpoint; got {max_to_keep!r}")
+        if keep_checkpoint_every_n_hours is not None and (
+                not isinstance(keep_checkpoint_every_n_hours, (int, float))
+                or keep_checkpoint_every_n_hours < 0):
+            raise ValueError(f"keep_checkpoint_every_n_hours must be a number >= 0 or None, "
+                             f"got {keep_checkpoint_every_n_hours!r}")
+        _check_dir_arg(checkpoint_dir)
+        self._max_to_keep = max_to_keep
+        self._keep_every_n_hours = keep_checkpoint_every_n_hours or None
+        self._checkpoint_dir_arg = checkpoint_dir
+        self.checkpoint_dir: str | None = None
+
+    def _setup_graph(self) -> None:
+        self.checkpoint_dir = _resolve_dir(self._checkpoint_dir_arg, self.name)
+        objects = _checkpoint_objects(self.trainer, self.name)
+        self._loop_state = _loop_state_module(self.trainer.loop.state_dict())
+        self.checkpoint = tf.train.Checkpoint(**objects, **{LOOP_STATE_KEY: self._loop_state})
+        self.manager = tf.train.CheckpointManager(
+            self.checkpoint, self.checkpoint_dir, max_to_keep=self._max_to_keep,
+            keep_checkpoint_every_n_hours=self._keep_every_n_hours, checkpoint_name="model")
+
+    def _trigger(self) -> None:
+        self.save()
+
+    def _after_train(self) -> None:
+        if (self.trainer.loop.epoch_finished and self.global_step > 0
+                and _checkpoint_number(self.manager.latest_checkpoint) != self.global_step):
+            self.save()
+
+    def save(self) -> str | None:
+        """Write a checkpoint now, numbered by ``global_step``; return its path (None on disk error)."""
+        _capture_loop_state(self._loop_state, self.trainer)
+        try:
+            path = self.manager.save(checkpoint_number=self.global_step)
+        except _SAVE_ERRORS:
+            logger.exception("%s could not write a checkpoint in %s", self.name, self.checkpoint_dir)
+            return None
+        logger.info("Model saved to %s.", path)
+        return path
+
+
+class MinSaver(Callback):
+    """Keep the checkpoint of the model with the minimum of a statistic.
+
+    When triggered (each epoch by default) it reads ``monitor_stat`` from
+    ``trainer.monitors.get_latest``; when that improves on the best so far it saves the
+    current model (same contents as :class:`ModelSaver`, plus ``best_stat``) with a
+    ``CheckpointManager(max_to_keep=1)`` in ``<checkpoint_dir>/<filename>``, where
+    ``filename`` defaults to ``min-<stat>`` (``max-<stat>`` with ``reverse=True``). Restore
+    it with ``tf.train.latest_checkpoint`` on that directory. It does not need a ModelSaver.
+
+    Put it after the callback that produces the statistic, so that the stat it reads was
+    computed from the weights it saves. A missing or non-finite stat is a warning, not an
+    error. When the directory already holds a best checkpoint (a resumed run), its
+    ``best_stat`` is the value to beat.
+    """
+
+    def __init__(self, monitor_stat: str, reverse: bool = False, filename: str | None = None,
+                 checkpoint_dir: str | os.PathLike | None = None) -> None:
+        if not isinstance(monitor_stat, str) or not monitor_stat:
+            raise TypeError(f"monitor_stat must be the name of a scalar statistic, got {monitor_stat!r}")
+        if filename is not None and (not isinstance(filename, str) or not filename):
+            raise TypeError(f"filename must be a non-empty string or None, got {filename!r}")
+        _check_dir_arg(checkpoint_dir)
+        self.monitor_stat = monitor_stat
+        self.reverse = bool(reverse)
+        self.filename = filename or f"{'max' if self.reverse else 'min'}-{monitor_stat}"
+        self._checkpoint_dir_arg = checkpoint_dir
+        self.directory: str | None = None
+
+    @property
+    def best(self) -> float | None:
+        """The best value of the statistic so far (None before the first save)."""
+        value = float(self._best_stat.numpy())
+        return None if math.isnan(value) else value
+
+    def _setup_graph(self) -> None:
+        base = _resolve_dir(self._checkpoint_dir_arg, self.name)
+        self.directory = os.path.join(base, self.filename)
+        objects = _checkpoint_objects(self.trainer, self.name)
+        self._loop_state = _loop_state_module(self.trainer.loop.state_dict())
+        with tf.device("CPU:0"):
+            self._best_stat = tf.Variable(math.nan, dtype=tf.float64, trainable=False, name=_BEST_STAT_KEY)
+        checkpoint = tf.train.Checkpoint(**objects, **{LOOP_STATE_KEY: self._loop_state,
+                                                       _BEST_STAT_KEY: self._best_stat})
+        self.manager = tf.train.CheckpointManager(checkpoint, self.directory, max_to_keep=1,
+                                                  checkpoint_name="model")
+        previous = self.manager.latest_checkpoint
+        if previous is not None:
+            try:
+                self._best_stat.assign(tf.train.load_variable(previous, _BEST_STAT_KEY + _VALUE_SUFFIX))
+            except (tf.errors.NotFoundError, ValueError):
+                logger.warning("%s: %s holds checkpoint %s without a %r value; it will be replaced "
+                               "by the first model saved.", self.name, self.directory, previous,
+                               _BEST_STAT_KEY)
+                return
+            logger.info("%s: %s already holds a best checkpoint with %s=%.5g; that is the value to beat.",
+                        self.name, self.directory, self.monitor_stat, self.best)
+
+    def _trigger(self) -> None:
+        try:
+            value = self.trainer.monitors.get_latest(self.monitor_stat)
+        except KeyError as e:
+            logger.warning("%s: cannot read the statistic: %s. Nothing saved; check the name, and "
+                           "that the callback producing it runs before %s.", self.name, e.args[0],
+                           self.name)
+            return
+        if not math.isfinite(value):
+            logger.warning("%s: %s=%r is not finite; nothing saved.", self.name, self.monitor_stat, value)
+            return
+        best = self.best
+        if best is None or (value > best if self.reverse else value < best):
+            self._save(value)
+
+    def _save(self, value: float) -> None:
+        _capture_loop_state(self._loop_state, self.trainer)
+        previous_best = self._best_stat.numpy()
+        self._best_stat.assign(value)  # before saving: the checkpoint records its own stat
+        try:
+            path = self.manager.save(checkpoint_number=self.global_step)
+        except _SAVE_ERRORS:
+            self._best_stat.assign(previous_best)
+            logger.exception("%s could not write a checkpoint in %s", self.name, self.directory)
+            return
+        logger.info("Model at global_step=%d with %s %s=%.5g saved to %s.", self.global_step,
+                    "maximum" if self.reverse else "minimum", self.monitor_stat, value, path)
+
+
+class MaxSaver(MinSaver):
+    """Keep the checkpoint of the model with the maximum of a statistic (see :class:`MinSaver`)."""
+
+    def __init__(self, monitor_stat: str, filename: str | None = None,
+                 checkpoint_dir: str | os.PathLike | None = None) -> None:
+        super().__init__(monitor_stat, reverse=True, filename=filename, checkpoint_dir=checkpoint_dir)

@@ -1,0 +1,136 @@
+"""Callbacks that end training: on a non-finite loss, or when a statistic stops improving."""
+from __future__ import annotations
+
+import logging
+import math
+from numbers import Real
+from typing import Sequence
+
+import numpy as np
+
+from trainstack.loop import Callback, RunContext, RunValues, StopTraining
+
+__all__ = ["TerminateOnNaN", "EarlyStopping"]
+
+logger = logging.getLogger("trainstack.callbacks")
+
+
+class TerminateOnNaN(Callback):
+    """Stop training as soon as a value of the step is NaN or infinite.
+
+    ``names`` are values the step returns; they are fetched every
+    ``check_every_k_steps``-th step (global steps k, 2k, ...). A bad value
+    raises :class:`StopTraining` right after that step, before its
+    ``trigger_step`` (so no periodic checkpoint saves the broken weights);
+    every callback's ``after_train`` still runs.
+    """
+
+    _chief_only = False  # every process must stop, not only the chief
+
+    def __init__(self, names: Sequence[str] = ("loss",), check_every_k_steps: int = 1) -> None:
+        if isinstance(names, str) or not isinstance(names, Sequence) or not names or not all(
+                isinstance(n, str) for n in names):
+            raise TypeError(f"TerminateOnNaN(names=...) expects a non-empty list of value names, "
+                            f"got {names!r}; e.g. TerminateOnNaN(['loss'])")
+        if (isinstance(check_every_k_steps, bool) or not isinstance(check_every_k_steps, int)
+                or check_every_k_steps <= 0):
+            raise ValueError(f"TerminateOnNaN(check_every_k_steps=...) must be a positive integer, "
+                             f"got {check_every_k_steps!r}")
+        self._names = list(names)
+        self._k = check_every_k_steps
+
+    def _before_run(self, ctx: RunContext) -> list[str] | None:
+        # global_step counts the finished steps: the one about to run is global_step + 1
+        if (self.global_step + 1) % self._k == 0:
+            return self._names
+        return None
+
+    def _after_run(self, run_context: RunContext, run_values: RunValues) -> None:
+        if run_values.results is None:
+            return
+        for name, value in zip(self._names, run_values.results):
+            array = np.asarray(value)
+            if array.dtype.kind in "fc" and not np.all(np.isfinite(array)):
+                shown = array.item() if array.size == 1 else f"{array.size - np.isfinite(array).sum()} " \
+                                                              f"non-finite of {array.size} elements"
+                message = (f"{self.name}: {name!r} is {shown} at global_step {self.global_step} "
+                           f"(epoch {self.epoch_num}, local step {self.local_step}); stopping training")
+                logger.error(message)
+                raise StopTraining(message)
+
+
+_MODES = ("min", "max")
+
+
+class EarlyStopping(Callback):
+    """Stop training when the statistic ``monitor`` has not improved in ``patience`` checks.
+
+    It is checked each time the callback is triggered (after each epoch by
+    default) by reading ``trainer.monitors``; a check counts only when a new
+    value was put since the previous one, so a statistic computed every few
+    epochs is not mistaken for a stalled one. Improving means going below
+    (``mode="min"``) or above (``"max"``) the best value by more than
+    ``min_delta``. On stopping, the epoch's remaining callbacks still run
+    (checkpoints of the last epoch are written), then training ends as with
+    :class:`StopTraining`. Put it after the callback that computes the statistic.
+    """
+
+    def __init__(self, monitor: str = "val_loss", mode: str = "min", patience: int = 3,
+                 min_delta: float = 0.0) -> None:
+        if not isinstance(monitor, str) or not monitor:
+            raise TypeError(f"EarlyStopping(monitor=...) expects the name of a scalar statistic, "
+                            f"got {monitor!r}")
+        if mode not in _MODES:
+            raise ValueError(f"EarlyStopping(mode=...) must be 'min' or 'max', got {mode!r}")
+        if isinstance(patience, bool) or not isinstance(patience, int) or patience < 0:
+            raise ValueError(f"EarlyStopping(patience=...) must be a non-negative integer, got {patience!r}")
+        if isinstance(min_delta, bool) or not isinstance(min_delta, Real) or not min_delta >= 0:
+            raise ValueError(f"EarlyStopping(min_delta=...) must be a non-negative number, got {min_delta!r}")
+        self.monitor = monitor
+        self.mode = mode
+        self.patience = patience
+        self.min_delta = float(min_delta)
+        self._reset()
+
+    def _reset(self) -> None:
+        self.best: float | None = None
+        self.best_epoch: int | None = None
+        self.bad_checks = 0
+        self._seen = 0  # how many values of the statistic were already judged
+        self._warned = False
+
+    def _before_train(self) -> None:
+        self._reset()
+
+    def _trigger(self) -> None:
+        history = self.trainer.monitors.get_history(self.monitor)
+        if not history:
+            if not self._warned:
+                self._warned = True
+                logger.warning("%s: no statistic named %r was put in the monitors (known: %s); "
+                               "nothing to watch yet. Is the callback that computes it registered "
+                               "before this one?", self.name, self.monitor,
+                               self.trainer.monitors.scalar_names())
+            return
+        if len(history) == self._seen:
+            return  # no new value since the last check
+        self._seen = len(history)
+        value = float(history[-1])
+        if self._improved(value):
+            self.best, self.best_epoch, self.bad_checks = value, self.epoch_num, 0
+            return
+        self.bad_checks += 1
+        if self.bad_checks >= self.patience:
+            logger.info("%s: %s has not improved for %d checks (best %s at epoch %s, now %s); "
+                        "stopping training after this epoch", self.name, self.monitor,
+                        self.bad_checks, self.best, self.best_epoch, value)
+            self.trainer.loop.stop_requested = True
+
+    def _improved(self, value: float) -> bool:
+        if math.isnan(value):
+            return False
+        if self.best is None:
+            return True
+        if self.mode == "min":
+            return value < self.best - self.min_delta
+        return value > self.best + self.min_delta
