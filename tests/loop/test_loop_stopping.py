@@ -152,3 +152,22 @@ def test_stop_exceptions_of_a_framework_end_training_cleanly():
     trainer.train_op = step
     trainer.train([Finalized(log)], [], steps_per_epoch=10, max_epoch=1)
     assert log == ["cb"] and trainer.global_step == 3
+
+
+def test_request_stop_with_a_reason_lets_the_epoch_finish(caplog):
+    log = []
+
+    class StopAfterEpoch(Callback):
+        def _trigger_epoch(self):
+            if self.epoch_num == 2:
+                self.trainer.request_stop("plateau reached")
+
+    class After(Callback):
+        def _trigger_epoch(self):
+            log.append(self.epoch_num)
+
+    trainer = counting_trainer()
+    with caplog.at_level(logging.INFO, logger="trainstack"):
+        trainer.train([StopAfterEpoch(), After()], [], steps_per_epoch=2, max_epoch=5)
+    assert log == [1, 2] and trainer.epoch_num == 2
+    assert "plateau reached" in caplog.text

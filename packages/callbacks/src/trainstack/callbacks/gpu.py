@@ -93,9 +93,9 @@ class GPUUtilizationTracker(Callback):
 
     def _after_epoch(self) -> None:
         self._stop_sampling()
-        if self._error is not None:
-            logger.error("GPUUtilizationTracker: reading the GPUs failed, tracking stops: %s",
-                         self._error)
+        error, self._error = self._error, None
+        if error is not None:
+            logger.error("GPUUtilizationTracker: reading the GPUs failed, tracking stops: %s", error)
             self._handles, self._samples = [], []
 
     def _trigger_epoch(self) -> None:

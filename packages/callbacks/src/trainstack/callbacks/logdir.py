@@ -24,9 +24,8 @@ import shutil
 import sys
 from datetime import datetime
 
-from trainstack.loop.trainer import _ensure_log_handler
 
-__all__ = ["set_logger_dir", "get_logger_dir", "auto_set_dir", "LOG_FILE_NAME"]
+__all__ = ["set_logger_dir", "get_logger_dir", "unset_logger_dir", "auto_set_dir", "LOG_FILE_NAME"]
 
 logger = logging.getLogger("trainstack.callbacks")
 
@@ -55,6 +54,8 @@ def set_logger_dir(dirname: str, action: str | None = None) -> str:
     global _log_dir
     action = _normalize_action(action)
     dirname = os.path.normpath(os.fspath(dirname))
+    if os.path.exists(dirname) and not os.path.isdir(dirname):
+        raise NotADirectoryError(f"logger directory {dirname!r} exists and is not a directory")
     if _is_nonempty_dir(dirname):
         if action is None:
             action = _ask_action(dirname)
@@ -64,16 +65,21 @@ def set_logger_dir(dirname: str, action: str | None = None) -> str:
     else:
         action = None
     # close the old log file first, so that its directory can be moved or deleted
-    _close_file_handler()
+    unset_logger_dir()
     if action is not None:
         dirname = _apply_action(dirname, action)
-    if os.path.exists(dirname) and not os.path.isdir(dirname):
-        raise NotADirectoryError(f"logger directory {dirname!r} exists and is not a directory")
     os.makedirs(dirname, exist_ok=True)
     _open_file_handler(os.path.join(dirname, LOG_FILE_NAME))
     _log_dir = dirname
     logger.info("Logger directory: %s (argv: %s)", dirname, " ".join(sys.argv))
     return dirname
+
+
+def unset_logger_dir() -> None:
+    """Close the log file and forget the logger directory (between runs in one process, tests)."""
+    global _log_dir
+    _close_file_handler()
+    _log_dir = None
 
 
 def auto_set_dir(action: str | None = None, name: str | None = None) -> str:
@@ -150,9 +156,6 @@ def _timestamped(dirname: str) -> str:
 
 def _open_file_handler(path: str) -> None:
     global _file_handler
-    # Show INFO logs on the console too when the application configured no logging;
-    # done before the file handler exists, which would otherwise count as "configured".
-    _ensure_log_handler()
     lib = logging.getLogger("trainstack")
     if lib.level == logging.NOTSET:
         lib.setLevel(logging.INFO)  # the log file records INFO and above

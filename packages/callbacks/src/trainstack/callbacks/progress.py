@@ -21,7 +21,8 @@ class ProgressBar(Callback):
     keyword arguments go to ``tqdm.tqdm``.
     """
 
-    def __init__(self, names: Sequence[str] = (), file: TextIO | None = None, **tqdm_kwargs: Any) -> None:
+    def __init__(self, names: Sequence[str] = (), file: TextIO | None = None,
+                 **tqdm_kwargs: Any) -> None:
         if isinstance(names, str) or not isinstance(names, Sequence) or not all(
                 isinstance(n, str) for n in names):
             raise TypeError(f"ProgressBar(names=...) expects a list of value names, got {names!r}; "

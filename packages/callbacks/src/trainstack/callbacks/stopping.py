@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import logging
 import math
-from numbers import Real
+from numbers import Integral, Real
 from typing import Sequence
 
 import numpy as np
@@ -32,12 +32,12 @@ class TerminateOnNaN(Callback):
                 isinstance(n, str) for n in names):
             raise TypeError(f"TerminateOnNaN(names=...) expects a non-empty list of value names, "
                             f"got {names!r}; e.g. TerminateOnNaN(['loss'])")
-        if (isinstance(check_every_k_steps, bool) or not isinstance(check_every_k_steps, int)
+        if (isinstance(check_every_k_steps, bool) or not isinstance(check_every_k_steps, Integral)
                 or check_every_k_steps <= 0):
             raise ValueError(f"TerminateOnNaN(check_every_k_steps=...) must be a positive integer, "
                              f"got {check_every_k_steps!r}")
         self._names = list(names)
-        self._k = check_every_k_steps
+        self._k = int(check_every_k_steps)
 
     def _before_run(self, ctx: RunContext) -> list[str] | None:
         # global_step counts the finished steps: the one about to run is global_step + 1
@@ -49,14 +49,25 @@ class TerminateOnNaN(Callback):
         if run_values.results is None:
             return
         for name, value in zip(self._names, run_values.results):
-            array = np.asarray(value)
-            if array.dtype.kind in "fc" and not np.all(np.isfinite(array)):
-                shown = array.item() if array.size == 1 else f"{array.size - np.isfinite(array).sum()} " \
-                                                              f"non-finite of {array.size} elements"
+            shown = _non_finite(value)
+            if shown is not None:
                 message = (f"{self.name}: {name!r} is {shown} at global_step {self.global_step} "
                            f"(epoch {self.epoch_num}, local step {self.local_step}); stopping training")
                 logger.error(message)
                 raise StopTraining(message)
+
+
+def _non_finite(value: object) -> str | None:
+    """None when every element of ``value`` is finite, else what is not (for the message)."""
+    array = np.asarray(value)
+    if array.dtype.kind not in "fc":  # integers and booleans are always finite
+        return None
+    finite = np.isfinite(array)
+    if finite.all():
+        return None
+    if array.size == 1:
+        return str(array.item())
+    return f"{array.size - int(finite.sum())} non-finite of {array.size} elements"
 
 
 _MODES = ("min", "max")
@@ -82,13 +93,15 @@ class EarlyStopping(Callback):
                             f"got {monitor!r}")
         if mode not in _MODES:
             raise ValueError(f"EarlyStopping(mode=...) must be 'min' or 'max', got {mode!r}")
-        if isinstance(patience, bool) or not isinstance(patience, int) or patience < 0:
-            raise ValueError(f"EarlyStopping(patience=...) must be a non-negative integer, got {patience!r}")
+        if isinstance(patience, bool) or not isinstance(patience, Integral) or patience < 0:
+            raise ValueError(f"EarlyStopping(patience=...) must be a non-negative integer, "
+                             f"got {patience!r}")
         if isinstance(min_delta, bool) or not isinstance(min_delta, Real) or not min_delta >= 0:
-            raise ValueError(f"EarlyStopping(min_delta=...) must be a non-negative number, got {min_delta!r}")
+            raise ValueError(f"EarlyStopping(min_delta=...) must be a non-negative number, "
+                             f"got {min_delta!r}")
         self.monitor = monitor
         self.mode = mode
-        self.patience = patience
+        self.patience = int(patience)
         self.min_delta = float(min_delta)
         self._reset()
 
@@ -121,10 +134,9 @@ class EarlyStopping(Callback):
             return
         self.bad_checks += 1
         if self.bad_checks >= self.patience:
-            logger.info("%s: %s has not improved for %d checks (best %s at epoch %s, now %s); "
-                        "stopping training after this epoch", self.name, self.monitor,
-                        self.bad_checks, self.best, self.best_epoch, value)
-            self.trainer.loop.stop_requested = True
+            self.trainer.request_stop(
+                f"{self.name}: {self.monitor} has not improved for {self.bad_checks} checks "
+                f"(best {self.best} at epoch {self.best_epoch}, now {value})")
 
     def _improved(self, value: float) -> bool:
         if math.isnan(value):

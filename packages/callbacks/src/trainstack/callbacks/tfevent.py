@@ -1,8 +1,10 @@
 """TFEventWriter: the monitor that writes TensorBoard event files."""
 from __future__ import annotations
 
+import itertools
 import logging
-from typing import Any, Callable
+import time
+from typing import Any
 
 import numpy as np
 import tensorflow as tf
@@ -15,15 +17,21 @@ __all__ = ["TFEventWriter"]
 
 logger = logging.getLogger("trainstack.callbacks")
 
+_Summary = tf.compat.v1.Summary
+
 
 class TFEventWriter(MonitorBase):
     """Write scalars, images and summary events to TensorBoard event files.
 
-    Everything is written at ``trainer.global_step``. The file is flushed at
-    each epoch's end and closed after training. ``logdir`` defaults to the
-    logger directory; when neither is set, the writer warns once and does
-    nothing (as in tensorpack). With ``split_files``, each epoch goes to a
-    new event file (for filesystems where appending is expensive).
+    Everything is written at ``trainer.global_step``. Data is queued as
+    summary protos and written (one TensorFlow call per step in the queue)
+    when the queue holds ``max_queue`` values, when ``flush_secs`` have
+    passed since the last write, and at each epoch's end; the file is
+    closed after training. Putting a scalar is thus pure Python, not a
+    TensorFlow op. ``logdir`` defaults to the logger directory; when
+    neither is set, the writer warns once and does nothing (as in
+    tensorpack). With ``split_files``, each epoch goes to a new event file
+    (for filesystems where appending is expensive).
     """
 
     def __init__(self, logdir: str | None = None, max_queue: int = 10, flush_secs: float = 120,
@@ -34,11 +42,14 @@ class TFEventWriter(MonitorBase):
             raise ValueError(f"TFEventWriter: flush_secs must be positive, got {flush_secs!r}")
         self._logdir = logdir
         self._max_queue = max_queue
-        self._flush_millis = int(flush_secs * 1000)
+        self._flush_secs = flush_secs
         self._split_files = split_files
         self._writer: Any = None
-        # data put before our setup_graph (by earlier callbacks' setup_graph), written once set up
-        self._early: list[Callable[[], Any]] | None = []
+        self._enabled = True
+        # (global_step, value); the step is None for data put before our setup_graph
+        # (by earlier callbacks' setup_graph) until setup_graph fills it in
+        self._queue: list[tuple[int | None, Any]] = []
+        self._last_write = time.monotonic()
 
     @property
     def logdir(self) -> str | None:
@@ -46,56 +57,66 @@ class TFEventWriter(MonitorBase):
         return self._logdir
 
     def _setup_graph(self) -> None:
-        early, self._early = self._early, None
         self._logdir = self._logdir or get_logger_dir()
         if self._logdir is None:
             logger.warning("TFEventWriter: no logger directory is set (set_logger_dir) and no logdir "
                            "was given; no TensorBoard events will be written.")
+            self._enabled, self._queue = False, []
             return
-        self._open()
-        for write in early:
-            self._write(write)
-
-    def _open(self) -> None:
-        self._writer = tf.summary.create_file_writer(
-            self._logdir, max_queue=self._max_queue, flush_millis=self._flush_millis)
+        self._writer = tf.summary.create_file_writer(self._logdir)
+        self._queue = [(self.global_step, value) for _, value in self._queue]
 
     def process_scalar(self, name: str, value: float | int) -> None:
-        self._write(lambda: tf.summary.scalar(name, value))
+        self._put([_Summary.Value(tag=name, simple_value=value)])
 
     def process_image(self, name: str, value: Any) -> None:
+        """Images are written as PNG, one summary value per image (``name/<i>`` for a batch)."""
         images = _to_nhwc_uint8(name, value)
-        self._write(lambda: tf.summary.image(name, images, max_outputs=len(images)))
+        tags = [name] if len(images) == 1 else [f"{name}/{i}" for i in range(len(images))]
+        self._put([_Summary.Value(tag=tag, image=_png(img)) for tag, img in zip(tags, images)])
 
     def process_event(self, event: Any) -> None:
         """Write a ``tf.compat.v1.Summary``, or an ``Event`` carrying one, at the current step."""
         if isinstance(event, tf.compat.v1.Event) and event.HasField("summary"):
             event = event.summary
-        if not isinstance(event, tf.compat.v1.Summary):
+        if not isinstance(event, _Summary):
             raise TypeError("TFEventWriter.process_event expects a tf.compat.v1.Summary or an Event "
                             f"with a summary, got {type(event).__name__}")
-        data = event.SerializeToString()
-        self._write(lambda: tf.summary.experimental.write_raw_pb(data))
+        self._put(event.value)
 
-    def _write(self, write: Callable[[], Any]) -> None:
-        if self._early is not None:
-            self._early.append(write)
-        elif self._writer is not None:
-            with self._writer.as_default(step=self.global_step):
-                write()
+    def _put(self, values: Any) -> None:
+        if not self._enabled:
+            return
+        step = self.global_step if self._writer is not None else None
+        self._queue.extend((step, v) for v in values)
+        if len(self._queue) >= self._max_queue or time.monotonic() - self._last_write > self._flush_secs:
+            self._write()
+
+    def _write(self) -> None:
+        """Write the queue to the event file (and flush it: ``as_default`` does on exit)."""
+        if self._writer is None:
+            return
+        queue, self._queue = self._queue, []
+        self._last_write = time.monotonic()
+        with self._writer.as_default():
+            for step, values in itertools.groupby(queue, key=lambda item: item[0]):
+                summary = _Summary(value=[v for _, v in values])
+                tf.summary.experimental.write_raw_pb(summary.SerializeToString(), step=step)
 
     def _trigger_epoch(self) -> None:
         if self._writer is None:
             return
-        self._writer.flush()
+        self._write()
         if self._split_files:
             self._writer.close()
-            self._open()  # a new writer starts a new event file
+            self._writer = tf.summary.create_file_writer(self._logdir)  # a new event file
 
     def _after_train(self) -> None:
         if self._writer is not None:
+            self._write()
             self._writer.close()
             self._writer = None
+            self._enabled = False
 
 
 def _to_nhwc_uint8(name: str, value: Any) -> np.ndarray:
@@ -105,9 +126,15 @@ def _to_nhwc_uint8(name: str, value: Any) -> np.ndarray:
         images = images[None, :, :, None]
     elif images.ndim == 3:
         images = images[None]
-    if images.ndim != 4 or images.shape[-1] not in (1, 3, 4):
+    if images.ndim != 4 or images.shape[-1] not in (1, 3, 4) or 0 in images.shape:
         raise ValueError(f"image {name!r} must be HW, HWC or NHWC with 1, 3 or 4 channels, "
                          f"got shape {np.shape(value)}")
     if images.dtype != np.uint8:
         images = np.clip(np.rint(images), 0, 255).astype(np.uint8)
     return images
+
+
+def _png(image: np.ndarray) -> Any:
+    height, width, channels = image.shape
+    return _Summary.Image(height=height, width=width, colorspace=channels,
+                          encoded_image_string=tf.io.encode_png(image).numpy())

@@ -10,6 +10,7 @@
 """
 from __future__ import annotations
 
+from numbers import Integral
 from typing import Any, Callable
 
 from trainstack.loop import Callback, RunArgs, RunContext, RunValues
@@ -22,9 +23,9 @@ __all__ = ["PeriodicTrigger", "EnableCallbackIf", "PeriodicCallback"]
 def _check_period(owner: str, arg: str, k: Any) -> int | None:
     if k is None:
         return None
-    if isinstance(k, bool) or not isinstance(k, int) or k <= 0:
+    if isinstance(k, bool) or not isinstance(k, Integral) or k <= 0:
         raise ValueError(f"{owner}({arg}=...) must be a positive integer or None, got {k!r}")
-    return k
+    return int(k)
 
 
 class PeriodicTrigger(ProxyCallback):

@@ -63,7 +63,10 @@ class Callbacks:
 
     # -- hooks -------------------------------------------------------------
     def setup_graph(self, trainer: "Trainer") -> None:
-        # every callback gets its trainer, even those with no _setup_graph
+        # every callback knows its trainer before any setup_graph runs, so that
+        # data put into the monitors by an earlier callback's setup finds them ready
+        for cb in self.cbs:
+            cb.trainer = trainer
         for cb in self.cbs:
             start = perf_counter()
             cb.setup_graph(trainer)

@@ -81,9 +81,9 @@ class RunContext:
         self.step_fn = step_fn
         self.args = args
 
-    def request_stop(self) -> None:
+    def request_stop(self, reason: str = "a callback requested a stop") -> None:
         """Stop training cleanly before the next step (as raising StopTraining would)."""
-        self.trainer.loop.stop_requested = True
+        self.trainer.request_stop(reason)
 
     @property
     def stop_requested(self) -> bool:

@@ -44,8 +44,14 @@ class TrainLoop:
         self.local_step = -1
         self.global_step = 0
         self.epoch_finished = True
-        self.stop_requested = False
+        #: why a stop was requested (see Trainer.request_stop), or None
+        self.stop_reason: str | None = None
         self._loaded = False
+
+    @property
+    def stop_requested(self) -> bool:
+        """Whether training should stop before the next step."""
+        return self.stop_reason is not None
 
     def configure(self, steps_per_epoch: int, starting_epoch: int | None, max_epoch: int) -> None:
         """Set the loop's bounds. After ``load_state_dict`` the position is kept."""

@@ -167,6 +167,11 @@ class Trainer:
                 "(the step function), or subclass Trainer and override run_step()")
         self.hooked_run(train_op)
 
+    def request_stop(self, reason: str = "a callback requested a stop") -> None:
+        """Stop training cleanly before the next step (or after this epoch's hooks),
+        as raising StopTraining would, but letting the current hook's other callbacks run."""
+        self.loop.stop_reason = reason
+
     # -- the loop ----------------------------------------------------------------------
     def main_loop(self, steps_per_epoch: int, starting_epoch: int | None = None,
                   max_epoch: int = DEFAULT_MAX_EPOCH) -> None:
@@ -180,7 +185,7 @@ class Trainer:
         group = self.callbacks
         loop = self.loop
         loop.configure(steps_per_epoch, starting_epoch, max_epoch)
-        loop.stop_requested = False
+        loop.stop_reason = None
         error: BaseException | None = None
         try:
             group.before_train()
@@ -190,7 +195,7 @@ class Trainer:
                 start = time.perf_counter()
                 for _ in loop.steps():
                     if loop.stop_requested:
-                        raise StopTraining("a callback requested a stop")
+                        raise StopTraining(loop.stop_reason)
                     self.run_step()
                     group.trigger_step()
                 group.after_epoch()
@@ -199,7 +204,7 @@ class Trainer:
                 group.trigger_epoch()
                 group.report_slow(f"epoch {epoch}")
                 if loop.stop_requested:
-                    raise StopTraining("a callback requested a stop")
+                    raise StopTraining(loop.stop_reason)
             logger.info("Training has finished!")
         except (StopTraining, *self.stop_exceptions) as e:
             logger.info("Training was stopped by %s: %s", type(e).__name__, e)
@@ -263,9 +268,13 @@ def _as_list(what: str, items: Any) -> list:
 
 
 def _ensure_log_handler() -> None:
-    """Show the trainer's INFO logs when the application configured no logging."""
+    """Show the trainer's INFO logs on the console when the application configured no logging.
+
+    A log file (e.g. the logger directory's) does not count: the console still needs a handler.
+    """
     lib = logging.getLogger("trainstack")
-    if lib.handlers or logging.getLogger().handlers:
+    handlers = [*lib.handlers, *logging.getLogger().handlers]
+    if any(not isinstance(h, logging.FileHandler) for h in handlers):
         return
     handler = logging.StreamHandler()
     handler.setFormatter(logging.Formatter("[%(asctime)s %(name)s] %(message)s", "%m%d %H:%M:%S"))
