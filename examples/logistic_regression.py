@@ -14,12 +14,16 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
 
-import numpy as np
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # TensorFlow's C++ start-up chatter
 
-from trainstack.callbacks import (DEFAULT_CALLBACKS, DEFAULT_MONITORS, ProgressBar,
-                                  SimpleMovingAverage, ThroughputTracker, set_logger_dir)
-from trainstack.loop import Callback, Trainer
+import numpy as np  # noqa: E402
+
+from trainstack.callbacks import (  # noqa: E402
+    DEFAULT_CALLBACKS, DEFAULT_MONITORS, ObjAttrParam, ProgressBar, ScheduledHyperParamSetter,
+    SimpleMovingAverage, ThroughputTracker, set_logger_dir)
+from trainstack.loop import Callback, Trainer  # noqa: E402
 
 logger = logging.getLogger("trainstack.examples")
 
@@ -87,23 +91,28 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--epochs", type=int, default=10)
     parser.add_argument("--batch-size", type=int, default=32)
-    parser.add_argument("--learning-rate", type=float, default=0.1)
+    parser.add_argument("--learning-rate", type=float, default=0.02)
     parser.add_argument("--logdir", default="train_log/logistic_regression")
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args()
 
     logging.basicConfig(level=logging.INFO, format="[%(asctime)s %(name)s] %(message)s", datefmt="%H:%M:%S")
     set_logger_dir(args.logdir, action="backup")  # an old run there is renamed, not lost
-    x, y = make_data(4000, features=20, seed=args.seed)
-    model = LogisticRegression(x[:3200], y[:3200], args.batch_size, args.learning_rate, args.seed)
+    x, y = make_data(10000, features=50, seed=args.seed)
+    n_train = 8000
+    model = LogisticRegression(x[:n_train], y[:n_train], args.batch_size, args.learning_rate, args.seed)
 
     trainer = Trainer()
     trainer.train_op = model.step
     trainer.train_with_defaults(
         callbacks=[
             SimpleMovingAverage(["loss", "accuracy"], window_size=model.steps_per_epoch),
-            Validation(model, x[3200:], y[3200:]),
+            Validation(model, x[n_train:], y[n_train:]),
             ThroughputTracker(samples_per_step=args.batch_size),
+            # the learning rate is a plain attribute: any object's attribute can be scheduled
+            ScheduledHyperParamSetter(ObjAttrParam(model, "learning_rate"),
+                                      [(0, args.learning_rate), (6, args.learning_rate / 3),
+                                       (8, args.learning_rate / 10)]),
         ],
         # the seeds' defaults, with the progress bar showing the loss
         extra_callbacks=[cb for cb in DEFAULT_CALLBACKS() if not isinstance(cb, ProgressBar)]
@@ -112,7 +121,7 @@ def main() -> None:
         steps_per_epoch=model.steps_per_epoch,
         max_epoch=args.epochs,
     )
-    history = trainer.monitors.get_history("loss")
+    history = trainer.monitors.get_history("loss/SMA")
     logger.info("loss by epoch: %s", " ".join(f"{v:.4f}" for v in history))
     logger.info("final validation accuracy: %.4f", trainer.monitors.get_latest("val_accuracy"))
 

@@ -14,4 +14,4 @@ from trainstack import loop as _loop  # noqa: E402
 from trainstack.callbacks import *  # noqa: E402,F401,F403
 from trainstack.loop import *  # noqa: E402,F401,F403
 
-__all__ = [*_loop.__all__, *_callbacks.__all__]
+__all__ = list(dict.fromkeys([*_loop.__all__, *_callbacks.__all__]))

@@ -1,11 +1,48 @@
 """trainstack.callbacks: the callback library and the monitors, on TensorFlow 2."""
-# --- monitors, logger directory, profiling ---
-from .logdir import auto_set_dir, get_logger_dir, set_logger_dir
-# --- scheduling, progress, time, stopping ---
+from trainstack.loop import MonitorBase, Monitors
+
+from .defaults import DEFAULT_CALLBACKS, DEFAULT_MONITORS
+from .gpu import GPUUtilizationTracker, PeakMemoryTracker
+from .graph import CheckNumerics, DumpTensor, DumpTensors, ProcessTensors, RunOp, RunUpdateOps
+from .jsonwriter import JSONWriter
+from .logdir import auto_set_dir, get_logger_dir, set_logger_dir, unset_logger_dir
+from .param import (GraphVarParam, HumanHyperParamSetter, HyperParam, HyperParamSetter,
+                    HyperParamSetterWithFunc, NamedParam, ObjAttrParam, OptimizerParam,
+                    ScheduledHyperParamSetter, StatMonitorParamSetter, TFVariableParam)
+from .printer import ScalarPrinter
+from .profiler import GraphProfiler
 from .progress import ProgressBar
 from .proxy import CallbackFactory, ProxyCallback
+from .saver import MaxSaver, MinSaver, ModelSaver, load_loop_state, restore_loop_state
 from .stopping import EarlyStopping, TerminateOnNaN
+from .summary import (MergeAllSummaries, MovingAverageSummary, SimpleMovingAverage,
+                      SummaryCollection, add_moving_summary, add_tensor_summary,
+                      get_summary_collection, summary_collection_scope)
+from .tfevent import TFEventWriter
 from .timing import EstimatedTimeLeft, ThroughputTracker
 from .trigger import EnableCallbackIf, PeriodicCallback, PeriodicTrigger
-# --- checkpoints, hyperparameters ---
-# --- summaries, graph and tensors ---
+
+__all__ = [
+    # monitors and where they write
+    "MonitorBase", "Monitors", "TFEventWriter", "JSONWriter", "ScalarPrinter",
+    "set_logger_dir", "get_logger_dir", "unset_logger_dir", "auto_set_dir",
+    "DEFAULT_CALLBACKS", "DEFAULT_MONITORS",
+    # scheduling
+    "ProxyCallback", "CallbackFactory", "PeriodicTrigger", "PeriodicCallback", "EnableCallbackIf",
+    # progress, time, stopping
+    "ProgressBar", "EstimatedTimeLeft", "ThroughputTracker", "TerminateOnNaN", "EarlyStopping",
+    # checkpoints
+    "ModelSaver", "MinSaver", "MaxSaver", "load_loop_state", "restore_loop_state",
+    # hyperparameters
+    "HyperParam", "TFVariableParam", "GraphVarParam", "OptimizerParam", "ObjAttrParam", "NamedParam",
+    "HyperParamSetter", "ScheduledHyperParamSetter", "HyperParamSetterWithFunc",
+    "StatMonitorParamSetter", "HumanHyperParamSetter",
+    # summaries
+    "SummaryCollection", "get_summary_collection", "summary_collection_scope",
+    "add_moving_summary", "add_tensor_summary", "MovingAverageSummary", "MergeAllSummaries",
+    "SimpleMovingAverage",
+    # graph and tensors
+    "RunOp", "RunUpdateOps", "ProcessTensors", "DumpTensors", "DumpTensor", "CheckNumerics",
+    # profiling
+    "GPUUtilizationTracker", "PeakMemoryTracker", "GraphProfiler",
+]
