@@ -1,17 +1,35 @@
 """trainstack: tensorpack's training system on TensorFlow 2, in one namespace.
 
-Re-exports the public names of the layers: ``trainstack.loop`` (Trainer,
-Callback, StopTraining, ...) and ``trainstack.callbacks`` (ModelSaver,
-ProgressBar, TFEventWriter, ...). The inputs, towers and distributed layers
-are placeholders that export nothing yet.
+``trainstack.<Name>`` is the public name ``<Name>`` of a layer:
+``trainstack.loop`` (Trainer, Callback, StopTraining, ...) and
+``trainstack.callbacks`` (ModelSaver, ProgressBar, TFEventWriter, ...). The
+inputs, towers and distributed layers are placeholders that export nothing
+yet. Names are imported on first use, so that ``import trainstack.loop``
+stays free of TensorFlow even with this meta-package installed.
 """
 # First statement: without it this regular package would hide the layers'
 # namespace portions (trainstack.loop, ...) installed as separate distributions.
 __path__ = __import__("pkgutil").extend_path(__path__, __name__)
 
-from trainstack import callbacks as _callbacks  # noqa: E402
-from trainstack import loop as _loop  # noqa: E402
-from trainstack.callbacks import *  # noqa: E402,F401,F403
-from trainstack.loop import *  # noqa: E402,F401,F403
+import importlib as _importlib  # noqa: E402
 
-__all__ = list(dict.fromkeys([*_loop.__all__, *_callbacks.__all__]))
+# the layers whose public names are re-exported, bottom first
+_LAYERS = ("trainstack.loop", "trainstack.callbacks")
+
+
+def __getattr__(name: str):
+    if name == "__all__":
+        names = list(dict.fromkeys(
+            n for layer in _LAYERS for n in _importlib.import_module(layer).__all__))
+        globals()["__all__"] = names
+        return names
+    for layer in _LAYERS:
+        module = _importlib.import_module(layer)
+        if name in module.__all__:
+            value = globals()[name] = getattr(module, name)
+            return value
+    raise AttributeError(f"module 'trainstack' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__getattr__("__all__")})
