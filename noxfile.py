@@ -67,7 +67,7 @@ def all(session: nox.Session) -> None:  # noqa: A001 - the session's name
     pytest(session, "tests")
 
 
-@nox.session
+@nox.session(reuse_venv=False)  # a reused venv would keep an older wheel of the same version
 def wheels(session: nox.Session) -> None:
     """Build all wheels, install them with no index, run the tests against them."""
     dist = Path(session.create_tmp()) / "dist"
