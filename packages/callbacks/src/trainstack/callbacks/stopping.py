@@ -3,12 +3,14 @@ from __future__ import annotations
 
 import logging
 import math
-from numbers import Integral, Real
+from numbers import Real
 from typing import Sequence
 
 import numpy as np
 
 from trainstack.loop import Callback, RunContext, RunValues, StopTraining
+
+from ._checks import check_int
 
 __all__ = ["TerminateOnNaN", "EarlyStopping"]
 
@@ -32,12 +34,8 @@ class TerminateOnNaN(Callback):
                 isinstance(n, str) for n in names):
             raise TypeError(f"TerminateOnNaN(names=...) expects a non-empty list of value names, "
                             f"got {names!r}; e.g. TerminateOnNaN(['loss'])")
-        if (isinstance(check_every_k_steps, bool) or not isinstance(check_every_k_steps, Integral)
-                or check_every_k_steps <= 0):
-            raise ValueError(f"TerminateOnNaN(check_every_k_steps=...) must be a positive integer, "
-                             f"got {check_every_k_steps!r}")
         self._names = list(names)
-        self._k = int(check_every_k_steps)
+        self._k = check_int("TerminateOnNaN", "check_every_k_steps", check_every_k_steps)
 
     def _before_run(self, ctx: RunContext) -> list[str] | None:
         # global_step counts the finished steps: the one about to run is global_step + 1
@@ -93,9 +91,7 @@ class EarlyStopping(Callback):
                             f"got {monitor!r}")
         if mode not in _MODES:
             raise ValueError(f"EarlyStopping(mode=...) must be 'min' or 'max', got {mode!r}")
-        if isinstance(patience, bool) or not isinstance(patience, Integral) or patience < 0:
-            raise ValueError(f"EarlyStopping(patience=...) must be a non-negative integer, "
-                             f"got {patience!r}")
+        check_int("EarlyStopping", "patience", patience, minimum=0)
         if isinstance(min_delta, bool) or not isinstance(min_delta, Real) or not min_delta >= 0:
             raise ValueError(f"EarlyStopping(min_delta=...) must be a non-negative number, "
                              f"got {min_delta!r}")

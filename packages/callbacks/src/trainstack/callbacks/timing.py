@@ -5,9 +5,11 @@ import logging
 import statistics
 import time
 from collections import deque
-from numbers import Integral, Real
+from numbers import Real
 
 from trainstack.loop import DEFAULT_MAX_EPOCH, Callback
+
+from ._checks import check_int
 
 __all__ = ["EstimatedTimeLeft", "ThroughputTracker", "humanize_time_delta"]
 
@@ -25,11 +27,8 @@ class EstimatedTimeLeft(Callback):
     """
 
     def __init__(self, last_k_epochs: int = 5, median: bool = True) -> None:
-        if (isinstance(last_k_epochs, bool) or not isinstance(last_k_epochs, Integral)
-                or last_k_epochs <= 0):
-            raise ValueError(f"EstimatedTimeLeft(last_k_epochs=...) must be a positive integer, "
-                             f"got {last_k_epochs!r}")
-        self._durations: deque[float] = deque(maxlen=int(last_k_epochs))
+        self._durations: deque[float] = deque(
+            maxlen=check_int("EstimatedTimeLeft", "last_k_epochs", last_k_epochs))
         self._median = bool(median)
         self._last_mark: float | None = None
 

@@ -10,11 +10,11 @@
 """
 from __future__ import annotations
 
-from numbers import Integral
 from typing import Any, Callable
 
 from trainstack.loop import Callback, RunArgs, RunContext, RunValues
 
+from ._checks import check_int
 from .proxy import ProxyCallback
 
 __all__ = ["PeriodicTrigger", "EnableCallbackIf", "PeriodicCallback"]
@@ -23,9 +23,7 @@ __all__ = ["PeriodicTrigger", "EnableCallbackIf", "PeriodicCallback"]
 def _check_period(owner: str, arg: str, k: Any) -> int | None:
     if k is None:
         return None
-    if isinstance(k, bool) or not isinstance(k, Integral) or k <= 0:
-        raise ValueError(f"{owner}({arg}=...) must be a positive integer or None, got {k!r}")
-    return int(k)
+    return check_int(owner, arg, k)
 
 
 class PeriodicTrigger(ProxyCallback):
