@@ -304,13 +304,8 @@ class HyperParamSetter(Callback):
         self._last_value: Any = _UNSET  # the value last put to the monitors
         self._last_logged_epoch: int | None = None
 
-    @property
-    def name(self) -> str:
-        return getattr(self, "_name", None) or f"{type(self).__name__}({self.param.readable_name})"
-
-    @name.setter
-    def name(self, value: str) -> None:
-        self._name = value
+    def _default_name(self) -> str:
+        return f"{type(self).__name__}({self.param.readable_name})"
 
     def _setup_graph(self) -> None:
         self.param.setup(self.trainer)

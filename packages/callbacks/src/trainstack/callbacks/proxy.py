@@ -33,13 +33,8 @@ class ProxyCallback(Callback):
         """A proxy is active on a hook exactly when the wrapped callback is."""
         return self.cb.overrides(hook)
 
-    @property
-    def name(self) -> str:
-        return getattr(self, "_name", None) or f"{self._name_prefix}-{self.cb.name}"
-
-    @name.setter
-    def name(self, value: str) -> None:
-        self._name = value
+    def _default_name(self) -> str:
+        return f"{self._name_prefix}-{self.cb.name}"
 
     def _setup_graph(self) -> None:
         self.cb.setup_graph(self.trainer)
@@ -100,16 +95,9 @@ class CallbackFactory(Callback):
     def overrides(self, hook: str) -> bool:
         return any(_FACTORY_HOOKS[k] == hook for k in self._fns)
 
-    @property
-    def name(self) -> str:
-        if getattr(self, "_name", None):
-            return self._name
+    def _default_name(self) -> str:
         given = ", ".join(f"{k}={getattr(fn, '__qualname__', repr(fn))}" for k, fn in self._fns.items())
         return f"CallbackFactory({given})"
-
-    @name.setter
-    def name(self, value: str) -> None:
-        self._name = value
 
     def _call(self, hook: str) -> None:
         fn = self._fns.get(hook)

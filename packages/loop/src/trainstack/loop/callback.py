@@ -154,12 +154,16 @@ class Callback:
 
     @property
     def name(self) -> str:
-        """Display name, used in logs and timing reports (default: the class name)."""
-        return getattr(self, "_name", None) or type(self).__name__
+        """Display name, used in logs and timing reports (default: :meth:`_default_name`)."""
+        return getattr(self, "_name", None) or self._default_name()
 
     @name.setter
     def name(self, value: str) -> None:
         self._name = value
+
+    def _default_name(self) -> str:
+        """The name when none was set; override to describe the instance (default: the class name)."""
+        return type(self).__name__
 
     def __str__(self) -> str:
         return self.name
