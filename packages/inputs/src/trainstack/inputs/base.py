@@ -1,0 +1,175 @@
+"""InputSource: where a trainer's input tensors come from (tensorpack's InputSource, in TF2).
+
+The trainer (the towers layer, or :class:`~trainstack.inputs.InputReader`)
+uses an InputSource in this order::
+
+    source.setup(input_signature, num_towers=K)      # once, before tracing the step
+    for cb in source.get_callbacks(): register it     # never chief-only: every process needs its input
+    feed_spec = source.feed_signature()               # {name: TensorSpec} the traced step takes
+    @tf.function(input_signature=[feed_spec])
+    def step(feeds):
+        with source.tracing(feeds):                   # binds the traced feed tensors, counts towers
+            for k in range(K):
+                inputs = source.get_input_tensors()   # tower k's own, fresh batch
+                ...
+    # before training, a callback of the source's calls source.reset_state()
+    # each hooked run: the source's callbacks give the feeds the step takes
+
+Each call of :meth:`get_input_tensors` inside one trace is one tower and gets
+its own batch: K towers take K batches (total batch = batch x K) and no batch
+reaches two towers. Feedfree sources (queues, tf.data, tensors) produce their
+tensors inside the graph and take no feeds; :class:`FeedInput` passes NumPy
+batches in through the hooked run's feeds.
+
+Every source streams pass after pass of its data; :meth:`size` is one pass,
+the default ``steps_per_epoch``, so by default an epoch is exactly one pass.
+"""
+from __future__ import annotations
+
+import contextlib
+from typing import Any, Iterator, Mapping, Sequence
+
+import tensorflow as tf
+
+from trainstack.loop import Callback
+
+from .errors import InputError
+from .signature import check_tensors, normalize_signature
+
+__all__ = ["InputSource", "FeedfreeInput"]
+
+
+class InputSource:
+    """Base class of input sources. Subclasses implement the ``_hooks``.
+
+    ``_setup(signature)``: build queues/iterators (``self.num_towers`` is set);
+    ``_get_input_tensors(tower_index)``: one tower's tensors, in signature order;
+    ``_size()``: datapoints per pass; ``_reset_state()``: before training (start
+    threads, workers); ``_get_callbacks()``: callbacks the source needs;
+    ``_feed_signature()``: feeds the traced step must take ({} when feedfree).
+    """
+
+    def __init__(self) -> None:
+        self._signature: tuple[tf.TensorSpec, ...] | None = None
+        self.num_towers = 1
+        self._feeds: Mapping[str, tf.Tensor] | None = None
+        self._tower_index = 0
+
+    # -- public API: bookkeeping, then the hook ---------------------------------
+    def setup(self, input_signature: Sequence[tf.TensorSpec], *, num_towers: int = 1) -> None:
+        """Prepare to produce inputs of ``input_signature`` for ``num_towers`` towers. Call once."""
+        if self._signature is not None:
+            raise InputError(f"{self.name} was already set up; an InputSource serves one trainer")
+        if not isinstance(num_towers, int) or num_towers < 1:
+            raise ValueError(f"num_towers must be a positive int, got {num_towers!r}")
+        signature = normalize_signature(input_signature)
+        self.num_towers = num_towers
+        self._setup(signature)
+        self._signature = signature
+
+    @property
+    def input_signature(self) -> tuple[tf.TensorSpec, ...]:
+        """The (named) specs given to :meth:`setup`."""
+        if self._signature is None:
+            raise InputError(f"{self.name} is not set up yet: call setup(input_signature) first")
+        return self._signature
+
+    @property
+    def is_setup(self) -> bool:
+        return self._signature is not None
+
+    def feed_signature(self) -> dict[str, tf.TensorSpec]:
+        """The feeds (name -> spec) the traced step takes as its argument; empty when feedfree."""
+        self.input_signature  # noqa: B018 - raises when not set up
+        return dict(self._feed_signature())
+
+    @contextlib.contextmanager
+    def tracing(self, feeds: Mapping[str, tf.Tensor] | None = None) -> Iterator[None]:
+        """Wrap one trace of the step: binds the traced ``feeds`` and restarts the tower count."""
+        self._feeds, self._tower_index = (feeds or {}), 0
+        try:
+            yield
+        finally:
+            self._feeds, self._tower_index = None, 0
+
+    def get_input_tensors(self) -> list[tf.Tensor]:
+        """The next tower's input tensors, in signature order: a fresh batch on each call."""
+        signature = self.input_signature
+        index = self._tower_index
+        if index >= self.num_towers:
+            raise InputError(
+                f"{self.name} was set up for {self.num_towers} tower(s) but get_input_tensors() was "
+                f"called {index + 1} times in one trace; pass num_towers= to setup()")
+        self._tower_index = index + 1
+        return check_tensors(self._get_input_tensors(index), signature, source=self.name)
+
+    def get_callbacks(self) -> list[Callback]:
+        """Callbacks the trainer must register for this source (none are chief-only)."""
+        self.input_signature  # noqa: B018
+        cbs = [*self._get_callbacks(), _ResetStateCallback(self)]
+        for cb in cbs:
+            cb.chief_only = False
+        return cbs
+
+    def size(self) -> int:
+        """Datapoints (batches) in one pass of the data: the default ``steps_per_epoch``."""
+        return self._size()
+
+    def reset_state(self) -> None:
+        """Start (or restart) producing data; called before training by the source's callback."""
+        self._reset_state()
+
+    @property
+    def name(self) -> str:
+        return type(self).__name__
+
+    # -- hooks -------------------------------------------------------------------
+    def _setup(self, signature: tuple[tf.TensorSpec, ...]) -> None:
+        pass
+
+    def _get_input_tensors(self, tower_index: int) -> Sequence[tf.Tensor]:
+        raise NotImplementedError(f"{type(self).__name__} must implement _get_input_tensors()")
+
+    def _feed_signature(self) -> Mapping[str, tf.TensorSpec]:
+        return {}
+
+    def _get_callbacks(self) -> list[Callback]:
+        return []
+
+    def _size(self) -> int:
+        raise InputError(f"{self.name} does not know its size; pass steps_per_epoch")
+
+    def _reset_state(self) -> None:
+        pass
+
+    # -- for subclasses ----------------------------------------------------------------
+    def _traced_feeds(self) -> Mapping[str, tf.Tensor]:
+        """The feed tensors of the trace in progress (see :meth:`tracing`)."""
+        if self._feeds is None:
+            raise InputError(
+                f"{self.name} takes its batches from the step's feeds: get_input_tensors() must be "
+                "called inside `with source.tracing(feeds):` while the trainer traces its step")
+        return self._feeds
+
+
+class FeedfreeInput(InputSource):
+    """An InputSource whose tensors are produced inside the graph; it takes no feeds."""
+
+
+class _ResetStateCallback(Callback):
+    """Calls ``source.reset_state()`` before training."""
+
+    def __init__(self, source: InputSource) -> None:
+        self.source = source
+
+    def _default_name(self) -> str:
+        return f"ResetState({self.source.name})"
+
+    def _before_train(self) -> None:
+        self.source.reset_state()
+
+
+def feed_name(spec_name: str, tower_index: int) -> str:
+    """The feed name of input ``spec_name`` for tower ``tower_index`` (``tower<k>/<name>``)."""
+    return f"tower{tower_index}/{spec_name}"
+

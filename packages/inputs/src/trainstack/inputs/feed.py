@@ -1,0 +1,71 @@
+"""FeedInput: NumPy batches from a dataflow, passed into the step at each hooked run."""
+from __future__ import annotations
+
+from typing import Any, Iterator, Mapping
+
+import tensorflow as tf
+
+from trainstack.loop import Callback, RunArgs, RunContext
+
+from .base import InputSource, feed_name
+from .dataflow import dataflow_size, repeat_passes, reset_dataflow
+from .signature import check_datapoint
+
+__all__ = ["FeedInput"]
+
+
+class FeedInput(InputSource):
+    """Feeds one datapoint of ``dataflow`` per tower into each hooked run of the step.
+
+    The simplest source, and the slowest: the host prepares each batch while
+    the device waits. Every tower gets its own datapoint (feeds
+    ``tower<k>/<input name>``). Only the hooked run takes feeds, so the step
+    must run through ``trainer.hooked_run`` (the default ``run_step`` does).
+    """
+
+    def __init__(self, dataflow: Any) -> None:
+        super().__init__()
+        self.dataflow = dataflow
+        self._iterator: Iterator[Any] | None = None
+
+    def _size(self) -> int:
+        return dataflow_size(self.dataflow, f"{self.name}'s dataflow")
+
+    def _feed_signature(self) -> Mapping[str, tf.TensorSpec]:
+        return {feed_name(spec.name, k): spec
+                for k in range(self.num_towers) for spec in self.input_signature}
+
+    def _get_input_tensors(self, tower_index: int) -> list[tf.Tensor]:
+        feeds = self._traced_feeds()
+        return [feeds[feed_name(spec.name, tower_index)] for spec in self.input_signature]
+
+    def _reset_state(self) -> None:
+        reset_dataflow(self.dataflow)
+        self._iterator = repeat_passes(self.dataflow, f"{self.name}'s dataflow")
+
+    def next_feeds(self) -> dict[str, Any]:
+        """The feeds of the next hooked run: one checked datapoint per tower."""
+        if self._iterator is None:
+            self._reset_state()
+        feeds = {}
+        for k in range(self.num_towers):
+            arrays = check_datapoint(next(self._iterator), self.input_signature, source=self.name)
+            for spec, arr in zip(self.input_signature, arrays):
+                feeds[feed_name(spec.name, k)] = arr
+        return feeds
+
+    def _get_callbacks(self) -> list[Callback]:
+        return [_FeedCallback(self)]
+
+
+class _FeedCallback(Callback):
+    """Gives each hooked run the next batch of a FeedInput."""
+
+    def __init__(self, source: FeedInput) -> None:
+        self.source = source
+
+    def _default_name(self) -> str:
+        return f"Feed({self.source.name})"
+
+    def _before_run(self, ctx: RunContext) -> RunArgs:
+        return RunArgs(feeds=self.source.next_feeds())

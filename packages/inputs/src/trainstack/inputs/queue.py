@@ -1,0 +1,140 @@
+"""QueueInput: a background thread fills a TensorFlow queue; the traced step dequeues.
+
+The thread converts datapoints (checked against the signature) and enqueues
+them while the step runs, so Python-side preparation overlaps compute. How
+full the queue is, averaged over each epoch, goes to the monitors as
+``QueueInput/queue_size``: a queue that stays near empty means training waits
+for its input.
+"""
+from __future__ import annotations
+
+import logging
+import threading
+from typing import Any, Iterator, Sequence
+
+import tensorflow as tf
+
+from trainstack.loop import Callback
+
+from .base import FeedfreeInput
+from .dataflow import dataflow_size, repeat_passes, reset_dataflow
+from .signature import check_datapoint
+
+__all__ = ["QueueInput"]
+
+logger = logging.getLogger("trainstack.inputs")
+
+
+class QueueInput(FeedfreeInput):
+    """Enqueue datapoints of ``dataflow`` from a thread into a ``tf.queue.FIFOQueue`` of
+    ``queue_size`` elements; each tower dequeues its own element.
+
+    The thread starts before training and stops after it. If it fails (a
+    datapoint that disagrees with the signature, an error in the dataflow), the
+    queue is closed, training stops at the next dequeue, and the error is
+    raised from ``after_train`` with the thread's traceback.
+    """
+
+    def __init__(self, dataflow: Any, queue_size: int = 50) -> None:
+        super().__init__()
+        if not isinstance(queue_size, int) or queue_size < 1:
+            raise ValueError(f"queue_size must be a positive int, got {queue_size!r}")
+        self.dataflow = dataflow
+        self.queue_size = queue_size
+        self.queue: tf.queue.FIFOQueue | None = None
+        self._thread: threading.Thread | None = None
+        self._stop = threading.Event()
+        self.error: BaseException | None = None
+        self._fill_sum = 0
+        self._fill_count = 0
+
+    def _setup(self, signature: tuple[tf.TensorSpec, ...]) -> None:
+        self.queue = tf.queue.FIFOQueue(self.queue_size, [s.dtype for s in signature],
+                                        name=f"{self.name}_queue")
+
+    def _size(self) -> int:
+        return dataflow_size(self.dataflow, f"{self.name}'s dataflow")
+
+    def _get_input_tensors(self, tower_index: int) -> list[tf.Tensor]:
+        tensors = self.queue.dequeue(name=f"{self.name}_dequeue_tower{tower_index}")
+        tensors = [tensors] if isinstance(tensors, tf.Tensor) else list(tensors)
+        for t, spec in zip(tensors, self.input_signature):
+            t.set_shape(spec.shape)
+        return tensors
+
+    # -- the thread ------------------------------------------------------------------
+    def datapoints(self) -> Iterator[Sequence[Any]]:
+        """What the thread enqueues: checked datapoints of pass after pass of the dataflow."""
+        reset_dataflow(self.dataflow)
+        for dp in repeat_passes(self.dataflow, f"{self.name}'s dataflow"):
+            yield check_datapoint(dp, self.input_signature, source=self.name)
+
+    def _reset_state(self) -> None:
+        self.stop()
+        self._stop.clear()
+        self.error = None
+        self._thread = threading.Thread(target=self._enqueue_loop, name=f"{self.name}-enqueue",
+                                        daemon=True)
+        self._thread.start()
+
+    def _enqueue_loop(self) -> None:
+        try:
+            for arrays in self.datapoints():
+                if self._stop.is_set():
+                    return
+                self.queue.enqueue(arrays)
+                self._fill_sum += int(self.queue.size())
+                self._fill_count += 1
+        except (tf.errors.CancelledError, tf.errors.OutOfRangeError):
+            if not self._stop.is_set():
+                self.error = RuntimeError(f"{self.name}: its queue was closed while the thread was running")
+        except BaseException as e:  # noqa: BLE001 - reported through after_train
+            if not self._stop.is_set():
+                logger.error("%s: the enqueue thread failed: %s", self.name, e)
+                self.error = e
+        finally:
+            if self.error is not None:
+                # wake the step: its dequeue raises OutOfRangeError, a stop exception of trainers
+                self.queue.close(cancel_pending_enqueues=True)
+
+    def stop(self, timeout: float = 10.0) -> None:
+        """Stop the thread (pending enqueues are cancelled) and wait for it."""
+        thread, self._thread = self._thread, None
+        if thread is None:
+            return
+        self._stop.set()
+        self.queue.close(cancel_pending_enqueues=True)
+        thread.join(timeout)
+        if thread.is_alive():
+            logger.warning("%s: the enqueue thread did not stop within %.0f s", self.name, timeout)
+
+    def take_mean_fill(self) -> float | None:
+        """Mean queue size seen after each enqueue since the last call; None if none happened."""
+        s, n = self._fill_sum, self._fill_count
+        self._fill_sum = self._fill_count = 0
+        return s / n if n else None
+
+    def _get_callbacks(self) -> list[Callback]:
+        return [_QueueCallback(self)]
+
+
+class _QueueCallback(Callback):
+    """Reports the queue's fill each epoch; stops the thread after training, raising its error."""
+
+    def __init__(self, source: QueueInput) -> None:
+        self.source = source
+
+    def _default_name(self) -> str:
+        return f"Queue({self.source.name})"
+
+    def _trigger_epoch(self) -> None:
+        fill = self.source.take_mean_fill()
+        monitors = getattr(self.trainer, "monitors", None)
+        if fill is not None and monitors is not None:
+            monitors.put_scalar(f"{self.source.name}/queue_size", fill)
+
+    def _after_train(self) -> None:
+        error = self.source.error
+        self.source.stop()
+        if error is not None:
+            raise error  # the thread's own error (and traceback), e.g. an InputSignatureError
