@@ -7,9 +7,25 @@ from .queue import QueueInput
 from .reader import InputReader
 from .signature import check_datapoint, check_tensors, normalize_signature
 
+# feedfree sources: batch queue, tf.data, staging, tensors
+from .batchqueue import BatchQueueInput
+from .dataset import TFDatasetInput, dataflow_to_dataset
+from .staging import StagingInput
+from .tensor import DummyConstantInput, TensorInput
+
+# multi-process and remote inputs, msgpack frames
+from .multiprocess import MultiProcessDataFlow, MultiProcessInput
+from .remote import DataFlowServer, RemoteDataFlow, RemoteInput, serve_dataflow
+
 __all__ = [
     "InputSource", "FeedfreeInput", "FeedInput", "QueueInput", "InputReader",
     "dataflow_size", "repeat_passes", "reset_dataflow",
     "check_datapoint", "check_tensors", "normalize_signature",
     "InputError", "InputSignatureError", "EmptyDataFlowError", "InputWorkerError", "FrameError",
+    # feedfree sources: batch queue, tf.data, staging, tensors
+    "BatchQueueInput", "TFDatasetInput", "dataflow_to_dataset", "StagingInput", "TensorInput",
+    "DummyConstantInput",
+    # multi-process and remote inputs, msgpack frames
+    "MultiProcessDataFlow", "MultiProcessInput", "serve_dataflow", "DataFlowServer", "RemoteDataFlow",
+    "RemoteInput",
 ]

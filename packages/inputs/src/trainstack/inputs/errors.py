@@ -7,6 +7,11 @@ __all__ = ["InputError", "InputSignatureError", "EmptyDataFlowError", "InputWork
 class InputError(RuntimeError):
     """Base class of the input layer's errors."""
 
+    # Raised while tf.function traces a step, an error keeps its type only if AutoGraph can
+    # rebuild it from a message, which it does when __init__ is Exception's (RuntimeError's
+    # own is not); otherwise users would get a StagingError instead of the error they catch.
+    __init__ = Exception.__init__
+
 
 class InputSignatureError(InputError, ValueError):
     """A datapoint or tensor disagrees with the input signature (dtype, shape, count, names)."""

@@ -29,7 +29,8 @@ class QueueInput(FeedfreeInput):
     """Enqueue datapoints of ``dataflow`` from a thread into a ``tf.queue.FIFOQueue`` of
     ``queue_size`` elements; each tower dequeues its own element.
 
-    The thread starts before training and stops after it. If it fails (a
+    The thread starts before training and stops after it; the queue is closed
+    then, so a QueueInput serves one training run. If the thread fails (a
     datapoint that disagrees with the signature, an error in the dataflow), the
     queue is closed, training stops at the next dequeue, and the error is
     raised from ``after_train`` with the thread's traceback.
@@ -108,11 +109,12 @@ class QueueInput(FeedfreeInput):
         if thread.is_alive():
             logger.warning("%s: the enqueue thread did not stop within %.0f s", self.name, timeout)
 
-    def take_mean_fill(self) -> float | None:
-        """Mean queue size seen after each enqueue since the last call; None if none happened."""
+    def take_mean_fill(self) -> float:
+        """Mean queue size seen after each enqueue since the last call (the current size
+        when nothing was enqueued since)."""
         s, n = self._fill_sum, self._fill_count
         self._fill_sum = self._fill_count = 0
-        return s / n if n else None
+        return s / n if n else float(self.queue.size())
 
     def _get_callbacks(self) -> list[Callback]:
         return [_QueueCallback(self)]
@@ -128,10 +130,9 @@ class _QueueCallback(Callback):
         return f"Queue({self.source.name})"
 
     def _trigger_epoch(self) -> None:
-        fill = self.source.take_mean_fill()
         monitors = getattr(self.trainer, "monitors", None)
-        if fill is not None and monitors is not None:
-            monitors.put_scalar(f"{self.source.name}/queue_size", fill)
+        if monitors is not None:
+            monitors.put_scalar(f"{self.source.name}/queue_size", self.source.take_mean_fill())
 
     def _after_train(self) -> None:
         error = self.source.error

@@ -1,0 +1,338 @@
+"""Remote input: serve a dataflow over TCP on one host, train from it on another.
+
+:func:`serve_dataflow` (or :class:`DataFlowServer`) runs next to the data
+and sends pass after pass of it as msgpack frames (:mod:`.codec`);
+:class:`RemoteInput` (a :class:`QueueInput` over :class:`RemoteDataFlow`)
+receives them in the trainer. Connections use ``multiprocessing.connection``
+with a shared ``authkey``: both sides prove they know it (an HMAC challenge)
+before any data moves, and a peer without it is refused and logged. Frames
+are never unpickled, so even a peer that has the key can at worst send bad
+data, which is refused with :class:`FrameError`, as is a frame larger than
+``max_frame_bytes``. The data is not encrypted: use a trusted network or a
+tunnel (e.g. ``ssh -L``).
+
+A server serves one client at a time, pass after pass, until the client
+disconnects, then waits for the next; each client starts at the dataflow's
+first pass. The first frame tells the client the size of a pass (when the
+dataflow has a ``__len__``), which must agree with the client's ``size``.
+"""
+from __future__ import annotations
+
+import itertools
+import logging
+import time
+import traceback
+from multiprocessing import AuthenticationError
+from multiprocessing.connection import Client, Connection, Listener
+from typing import Any, Iterator
+
+from .codec import decode_frame, encode_frame
+from .dataflow import reset_dataflow
+from .errors import EmptyDataFlowError, FrameError, InputError, InputWorkerError
+from .queue import QueueInput
+
+__all__ = ["serve_dataflow", "DataFlowServer", "RemoteDataFlow", "RemoteInput", "DEFAULT_MAX_FRAME_BYTES"]
+
+logger = logging.getLogger("trainstack.inputs")
+
+#: The largest frame (one encoded datapoint) sent or accepted by default: 256 MiB.
+DEFAULT_MAX_FRAME_BYTES = 256 * 2**20
+_POLL_S = 0.25  # how often a waiting client checks whether it was closed or timed out
+
+
+def _parse_address(address: Any) -> tuple[str, int]:
+    if isinstance(address, str):
+        host, sep, port = address.rpartition(":")
+        if sep and port.isdigit():
+            return host, int(port)
+    elif (isinstance(address, (tuple, list)) and len(address) == 2 and isinstance(address[0], str)
+          and isinstance(address[1], int) and not isinstance(address[1], bool)):
+        return address[0], address[1]
+    raise ValueError(f"an address must be (host, port) or 'host:port', got {address!r}")
+
+
+def _check_authkey(authkey: Any) -> bytes:
+    if isinstance(authkey, str):
+        authkey = authkey.encode()
+    if not isinstance(authkey, bytes) or not authkey:
+        raise ValueError("authkey must be non-empty bytes (or str) shared by the server and its "
+                         f"clients; got {type(authkey).__name__}")
+    return authkey
+
+
+def _check_max_frame_bytes(n: Any) -> int:
+    if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+        raise ValueError(f"max_frame_bytes must be a positive int, got {n!r}")
+    return n
+
+
+def _peer(address: tuple[str, int] | None) -> str:
+    return "an unknown address" if address is None else f"{address[0]}:{address[1]}"
+
+
+class _ClientGone(Exception):
+    """Sending failed: the client disconnected."""
+
+
+class DataFlowServer:
+    """Listens on ``address`` (``(host, port)`` or ``'host:port'``; port 0 picks a free one,
+    see :attr:`address`) and serves ``dataflow`` to clients that know ``authkey``."""
+
+    def __init__(self, dataflow: Any, address: Any, authkey: bytes | str, *,
+                 max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES) -> None:
+        self.dataflow = dataflow
+        self.max_frame_bytes = _check_max_frame_bytes(max_frame_bytes)
+        self._listener = Listener(_parse_address(address), family="AF_INET",
+                                  authkey=_check_authkey(authkey))
+        self._closed = False
+
+    @property
+    def address(self) -> tuple[str, int]:
+        """The (host, port) the server listens on."""
+        return self._listener.address
+
+    def serve(self, max_clients: int | None = None) -> None:
+        """Serve clients one after another; return after ``max_clients`` (None: never).
+
+        An error of the dataflow is sent to the client, then raised here. A
+        peer that connects and then says nothing holds up the handshake, and so
+        the server, until it disconnects.
+        """
+        reset_dataflow(self.dataflow)
+        logger.info("serving %s on %s", type(self.dataflow).__name__, _peer(self.address))
+        served = 0
+        while max_clients is None or served < max_clients:
+            conn = self._accept()
+            if conn is None:
+                continue
+            served += 1
+            with conn:
+                self._stream(conn, _peer(self._listener.last_accepted))
+
+    def close(self) -> None:
+        """Stop listening."""
+        self._closed = True
+        self._listener.close()
+
+    def __enter__(self) -> DataFlowServer:
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+    def _accept(self) -> Connection | None:
+        try:
+            return self._listener.accept()
+        except AuthenticationError as e:
+            logger.warning("refused a connection from %s: it failed authentication (%s); its authkey "
+                           "differs from this server's", _peer(self._listener.last_accepted), e)
+        except (OSError, EOFError) as e:
+            if self._closed:
+                raise
+            logger.warning("dropped a connection from %s during the handshake: %s: %s",
+                           _peer(self._listener.last_accepted), type(e).__name__, e)
+        return None
+
+    def _stream(self, conn: Connection, peer: str) -> None:
+        logger.info("serving a client at %s", peer)
+        try:
+            self._send(conn, encode_frame("hello", size=_len_or_none(self.dataflow)))
+            for pass_num in itertools.count():
+                empty = True
+                for datapoint in self.dataflow:
+                    empty = False
+                    self._send(conn, encode_frame("data", pass_num=pass_num, datapoint=datapoint))
+                if empty:
+                    raise EmptyDataFlowError(f"the served dataflow {type(self.dataflow).__name__} "
+                                             "yielded no datapoint in a whole pass")
+                self._send(conn, encode_frame("end_of_pass", pass_num=pass_num))
+        except _ClientGone:
+            logger.info("the client at %s disconnected", peer)
+        except BaseException as e:
+            logger.error("serving %s failed: %s: %s", peer, type(e).__name__, e)
+            try:
+                # not held to max_frame_bytes: the client must learn why, and tracebacks are small
+                self._send(conn, encode_frame("error", message=traceback.format_exc()), limit=False)
+            except _ClientGone:
+                pass
+            raise
+
+    def _send(self, conn: Connection, frame: bytes, limit: bool = True) -> None:
+        if limit and len(frame) > self.max_frame_bytes:
+            raise FrameError(f"a datapoint encodes to {len(frame)} bytes, more than max_frame_bytes="
+                             f"{self.max_frame_bytes}; raise it on the server and the client")
+        try:
+            conn.send_bytes(frame)
+        except OSError as e:  # BrokenPipeError, ConnectionResetError
+            raise _ClientGone() from e
+
+
+def _len_or_none(dataflow: Any) -> int | None:
+    try:
+        return int(len(dataflow))
+    except TypeError:
+        return None
+
+
+def serve_dataflow(dataflow: Any, address: Any, authkey: bytes | str, *,
+                   max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES, max_clients: int | None = None) -> None:
+    """Serve pass after pass of ``dataflow`` on ``address`` to clients with ``authkey``; blocks.
+
+    Clients are served one at a time (:class:`RemoteInput` or
+    :class:`RemoteDataFlow` on the training host); returns after ``max_clients``
+    clients (None: serves forever).
+    """
+    with DataFlowServer(dataflow, address, authkey, max_frame_bytes=max_frame_bytes) as server:
+        server.serve(max_clients)
+
+
+class RemoteDataFlow:
+    """A dataflow whose datapoints come from a :class:`DataFlowServer` at ``address``.
+
+    Connects on :meth:`reset_state` (or the first iteration); each iteration
+    is the server's next pass. ``size`` is the number of datapoints per pass
+    (``len()``), checked against what the server announces. Raises
+    :class:`InputError` when it cannot connect or the key is refused,
+    :class:`FrameError` for a malformed or oversized frame, and
+    :class:`InputWorkerError` when the server fails, disconnects, or (with
+    ``timeout``) sends nothing for ``timeout`` seconds.
+    """
+
+    def __init__(self, address: Any, authkey: bytes | str, *, size: int | None = None,
+                 max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES, timeout: float | None = None) -> None:
+        if size is not None and (isinstance(size, bool) or not isinstance(size, int) or size < 1):
+            raise ValueError(f"size must be a positive int (datapoints per pass) or None, got {size!r}")
+        if timeout is not None and not timeout > 0:
+            raise ValueError(f"timeout must be positive seconds or None, got {timeout!r}")
+        self.address = _parse_address(address)
+        self._authkey = _check_authkey(authkey)
+        self.size = size
+        self.max_frame_bytes = _check_max_frame_bytes(max_frame_bytes)
+        self.timeout = timeout
+        self._conn: Connection | None = None
+        self._closing = False
+        self._next_pass = 0   # the pass the next iteration delivers
+        self._frame_pass = 0  # the pass the next frame belongs to
+
+    @property
+    def name(self) -> str:
+        return f"RemoteDataFlow({_peer(self.address)})"
+
+    def __len__(self) -> int:
+        if self.size is None:
+            raise TypeError(f"{self.name} does not know the size of the server's passes: pass size=")
+        return self.size
+
+    def reset_state(self) -> None:
+        """(Re)connect; the next iteration is the server's first pass."""
+        self.close()
+        peer = _peer(self.address)
+        try:
+            conn = Client(self.address, family="AF_INET", authkey=self._authkey)
+        except AuthenticationError as e:
+            raise InputError(f"{self.name}: authentication with the server at {peer} failed ({e}): "
+                             "this authkey is not the server's") from e
+        except (OSError, EOFError) as e:
+            raise InputError(f"{self.name}: cannot connect to {peer} ({type(e).__name__}: {e}); "
+                             "is serve_dataflow running there?") from e
+        self._conn, self._closing = conn, False
+        self._next_pass = self._frame_pass = 0
+        hello = self._receive()
+        if hello["kind"] != "hello":
+            raise FrameError(f"{self.name}: the server at {peer} sent a {hello['kind']!r} frame "
+                             "before its 'hello'")
+        if None not in (hello["size"], self.size) and hello["size"] != self.size:
+            raise InputError(f"{self.name}: size={self.size}, but a pass of the server at {peer} has "
+                             f"{hello['size']} datapoints; epochs would not be passes")
+
+    def close(self) -> None:
+        """Disconnect (the server then serves its next client)."""
+        self._closing = True
+        conn, self._conn = self._conn, None
+        if conn is not None:
+            conn.close()
+
+    def __enter__(self) -> RemoteDataFlow:
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+    def __iter__(self) -> Iterator[Any]:
+        """The datapoints of the server's next pass."""
+        if self._conn is None:
+            self.reset_state()
+        pass_num, self._next_pass = self._next_pass, self._next_pass + 1
+        while self._frame_pass <= pass_num:
+            frame = self._receive()
+            kind = frame["kind"]
+            if kind not in ("data", "end_of_pass") or frame["pass_num"] != self._frame_pass:
+                raise FrameError(f"{self.name}: unexpected {kind!r} frame {frame.get('pass_num', '')} "
+                                 f"from {_peer(self.address)} while on pass {self._frame_pass}")
+            if kind == "end_of_pass":
+                self._frame_pass += 1
+            elif frame["pass_num"] == pass_num:
+                yield frame["datapoint"]
+            # else: a datapoint of an earlier pass whose iteration was abandoned midway
+
+    def _receive(self) -> dict[str, Any]:
+        """The next frame (an 'error' frame is raised as InputWorkerError)."""
+        peer = _peer(self.address)
+        conn = self._conn
+        try:
+            if conn is None:
+                raise OSError("not connected")
+            deadline = None if self.timeout is None else time.monotonic() + self.timeout
+            while not conn.poll(_POLL_S):
+                if self._closing:
+                    raise OSError("closed")
+                if deadline is not None and time.monotonic() >= deadline:
+                    raise InputWorkerError(f"{self.name}: no frame from the server at {peer} for "
+                                           f"{self.timeout} s (timeout)")
+            data = conn.recv_bytes(self.max_frame_bytes)
+        except EOFError:
+            raise InputWorkerError(f"{self.name}: the server at {peer} closed the connection") from None
+        except OSError as e:
+            if self._closing:
+                raise InputError(f"{self.name} was closed while it was being read") from None
+            if conn is not None and not conn.readable:  # recv_bytes refused an oversized frame
+                self.close()
+                raise FrameError(f"{self.name}: refused a frame from {peer} longer than max_frame_bytes="
+                                 f"{self.max_frame_bytes}, and disconnected") from None
+            raise InputWorkerError(f"{self.name}: lost the connection to {peer}: "
+                                   f"{type(e).__name__}: {e}") from e
+        frame = decode_frame(data, peer=f"the server at {peer}")
+        if frame["kind"] == "error":
+            raise InputWorkerError(f"{self.name}: the server at {peer} failed:\n{frame['message']}")
+        return frame
+
+
+class RemoteInput(QueueInput):
+    """A :class:`QueueInput` over a :class:`RemoteDataFlow`: a thread receives datapoints from
+    the server at ``address`` and enqueues them; the traced step dequeues.
+
+    ``size`` (datapoints per pass, the default ``steps_per_epoch``) is the
+    served dataflow's ``len()``. Failures (refused key, malformed frame, the
+    server failing or going away) stop training and are raised from
+    ``after_train``, as QueueInput raises its thread's errors.
+    """
+
+    def __init__(self, address: Any, authkey: bytes | str, size: int | None = None,
+                 queue_size: int = 50, *, max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES,
+                 timeout: float | None = None) -> None:
+        super().__init__(RemoteDataFlow(address, authkey, size=size, max_frame_bytes=max_frame_bytes,
+                                        timeout=timeout), queue_size)
+
+    def _size(self) -> int:
+        if self.dataflow.size is None:
+            raise InputError(f"{self.name} does not know how many datapoints a pass of the server at "
+                             f"{_peer(self.dataflow.address)} has: pass size= (the served dataflow's "
+                             "len()) or steps_per_epoch")
+        return self.dataflow.size
+
+    def stop(self, timeout: float = 10.0) -> None:
+        """Disconnect, then stop the thread (which disconnecting wakes)."""
+        self._stop.set()  # from now on the thread's errors are not errors of training
+        self.dataflow.close()
+        super().stop(timeout)
+        self.dataflow.close()  # in case the thread was still starting up: it made a new connection

@@ -1,0 +1,131 @@
+"""StagingInput: copy the next batch onto the compute device while the current step runs.
+
+tensorpack used a ``StagingArea`` put/get pair; in TF2 each tower keeps
+``nr_stage`` buffers, ``tf.Variable``s of unknown shape on the tower's
+device. A step reads the oldest staged batch, then assigns the wrapped
+source's next batch into the buffers. Within the traced step, automatic
+control dependencies order the read before the assign of the same variable,
+and nothing the model computes waits for the assign, so the host-to-device
+copy of batch t+1 overlaps the compute on batch t.
+
+The buffers are filled in the graph: a per-tower "filled" flag (kept on the
+host) makes the first step stage ``nr_stage`` batches before reading, so no
+batch is lost or duplicated and each tower sees its batches in order. (With
+several towers, each primes itself in turn, so batches are interleaved across
+towers at the start: with one stage and two towers, steps see (0, 2), (1, 3),
+(4, 5), ...)
+
+On a machine without an accelerator the buffers live in host memory: it
+works, but only adds a copy.
+"""
+from __future__ import annotations
+
+import contextlib
+from typing import Iterator, Mapping
+
+import tensorflow as tf
+
+from trainstack.loop import Callback
+
+from .base import FeedfreeInput
+from .signature import check_tensors
+
+__all__ = ["StagingInput"]
+
+
+class StagingInput(FeedfreeInput):
+    """Wraps the feedfree source ``input``; prefetches its batches onto the tower's device.
+
+    ``nr_stage`` batches are kept per tower (one suffices: the copy of the
+    next batch runs during the step; each extra stage costs one device copy
+    per step). The buffers are created, outside the step function, on the
+    first trace of each tower's :meth:`get_input_tensors`, on ``device`` if
+    given, else on the device scope active there (the tower's device); a
+    step function traced again reuses them. The callbacks are the wrapped
+    source's; ``size()`` is its size.
+    """
+
+    def __init__(self, input: FeedfreeInput, nr_stage: int = 1, device: str | None = None) -> None:
+        super().__init__()
+        if isinstance(input, StagingInput):
+            raise TypeError("StagingInput cannot wrap another StagingInput; use nr_stage= instead")
+        if not isinstance(input, FeedfreeInput):
+            raise TypeError(f"StagingInput wraps a FeedfreeInput (a queue, a dataset, tensors), got "
+                            f"{input!r} ({type(input).__name__}); inputs fed from Python have no "
+                            "graph-side batch to stage")
+        if isinstance(nr_stage, bool) or not isinstance(nr_stage, int) or nr_stage < 1:
+            raise ValueError(f"StagingInput: nr_stage must be a positive int, got {nr_stage!r}")
+        if device is not None and not isinstance(device, str):
+            raise TypeError(f"StagingInput: device must be a device name (str) or None, got {device!r}")
+        self.input = input
+        self.nr_stage = nr_stage
+        self.device = device
+        #: tower index -> its stages (oldest first), each a list of variables in signature order
+        self.buffers: dict[int, list[list[tf.Variable]]] = {}
+        self._filled: dict[int, tf.Variable] = {}
+
+    @property
+    def name(self) -> str:
+        return f"StagingInput({self.input.name})"
+
+    def _setup(self, signature: tuple[tf.TensorSpec, ...]) -> None:
+        self.input.setup(signature, num_towers=self.num_towers)
+
+    @contextlib.contextmanager
+    def tracing(self, feeds: Mapping[str, tf.Tensor] | None = None) -> Iterator[None]:
+        with super().tracing(feeds), self.input.tracing():
+            yield
+
+    def _get_callbacks(self) -> list[Callback]:
+        return self.input.get_callbacks()
+
+    def _size(self) -> int:
+        return self.input.size()
+
+    def _get_input_tensors(self, tower_index: int) -> list[tf.Tensor]:
+        with tf.device(self.device) if self.device else contextlib.nullcontext():
+            stages = self._buffers_of(tower_index)
+            filled = self._filled[tower_index]
+            # first step only: stage nr_stage batches, taken before this step's own (program order)
+            tf.cond(filled, tf.no_op, lambda: self._prime(tower_index, stages, filled))
+        new = self.input.get_input_tensors()  # the batch staged during this step
+        with tf.device(self.device) if self.device else contextlib.nullcontext():
+            # reads come before the assigns: automatic control dependencies keep program order
+            # on each variable, and the model's compute waits for the reads only
+            out = [v.read_value() for v in stages[0]]
+            for older, newer in zip(stages, stages[1:]):
+                for dst, src in zip(older, newer):
+                    dst.assign(src.read_value(), read_value=False)
+            for dst, src in zip(stages[-1], new):
+                dst.assign(src, read_value=False)
+        for t, src in zip(out, new):
+            t.set_shape(src.shape)
+        return out
+
+    def _prime(self, tower_index: int, stages: list[list[tf.Variable]], filled: tf.Variable) -> tf.Operation:
+        """The first step's extra work: stage ``nr_stage`` batches of the wrapped source."""
+        ops = []
+        for stage in stages:
+            # the wrapped source's hook directly: its public method counts one call per tower
+            batch = check_tensors(self.input._get_input_tensors(tower_index), self.input_signature,
+                                  source=self.input.name)
+            ops += [v.assign(t, read_value=False) for v, t in zip(stage, batch)]
+        with tf.control_dependencies(ops):
+            return filled.assign(True, read_value=False)
+
+    def _buffers_of(self, tower_index: int) -> list[list[tf.Variable]]:
+        """Tower ``tower_index``'s buffers, created (outside any function) on its first trace."""
+        stages = self.buffers.get(tower_index)
+        if stages is not None:
+            return stages
+        # init_scope lifts the creation out of the step's graph; it keeps a device string scope
+        with tf.init_scope():
+            stages = [[tf.Variable(tf.zeros([0], spec.dtype), shape=tf.TensorShape(None), trainable=False,
+                                   name=f"staging_tower{tower_index}_{spec.name}_{i}")
+                       for spec in self.input_signature]
+                      for i in range(self.nr_stage)]
+            with tf.device("/device:CPU:0"):  # read each step by the cond: keep it on the host
+                self._filled[tower_index] = tf.Variable(False, trainable=False,
+                                                        name=f"staging_tower{tower_index}_filled")
+        self.buffers[tower_index] = stages
+        return stages

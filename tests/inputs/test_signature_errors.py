@@ -1,0 +1,99 @@
+"""Input signatures and the errors every source gives when data disagrees with them."""
+from __future__ import annotations
+
+import threading
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from trainstack.inputs import (BatchQueueInput, FeedInput, InputError, InputReader, InputSignatureError,
+                               QueueInput, TensorInput, TFDatasetInput, check_datapoint,
+                               normalize_signature)
+
+SIG = [tf.TensorSpec([None, 2], tf.float32, name="image"), tf.TensorSpec([None], tf.int32, name="label")]
+
+
+@pytest.mark.parametrize("signature, match", [
+    (tf.TensorSpec([1], tf.float32), "non-empty list of tf.TensorSpec"),
+    ([], "non-empty list"),
+    ([tf.TensorSpec([1], tf.float32), "label"], "entry 1 must be a tf.TensorSpec"),
+    ([tf.TensorSpec([1], tf.float32, "a"), tf.TensorSpec([1], tf.float32, "a")], r"duplicate names \['a'\]"),
+])
+def test_bad_signatures(signature, match):
+    with pytest.raises(InputSignatureError, match=match):
+        normalize_signature(signature)
+
+
+def test_unnamed_specs_are_named_by_position():
+    specs = normalize_signature([tf.TensorSpec([1], tf.float32), tf.TensorSpec([2], tf.int32, "y")])
+    assert [s.name for s in specs] == ["input0", "y"]
+
+
+def test_same_kind_casts_are_accepted_others_refused():
+    x, y = check_datapoint((np.zeros([3, 2]), np.zeros([3], "int64")), normalize_signature(SIG))
+    assert x.dtype == np.float32 and y.dtype == np.int32
+    with pytest.raises(InputSignatureError, match=r"'label' expects dtype int32.*float64 does not convert"):
+        check_datapoint((np.zeros([3, 2]), np.zeros([3])), normalize_signature(SIG), source="src")
+
+
+def test_setup_and_tower_misuse_are_clear_errors():
+    source = TensorInput(lambda: [tf.zeros([1, 2]), tf.zeros([1], tf.int32)])
+    with pytest.raises(InputError, match="not set up yet"):
+        source.input_signature  # noqa: B018
+    with pytest.raises(ValueError, match="num_towers"):
+        source.setup(SIG, num_towers=0)
+    source.setup(SIG, num_towers=1)
+    with pytest.raises(InputError, match="already set up"):
+        source.setup(SIG)
+
+    @tf.function
+    def step():
+        with source.tracing():
+            source.get_input_tensors()
+            return source.get_input_tensors()  # a second tower, but set up for one
+
+    with pytest.raises(InputError, match="set up for 1 tower.*called 2 times"):
+        step()
+
+
+def bad_label_datapoints():
+    good = (np.zeros([2, 2], "float32"), np.zeros([2], "int32"))
+    return [good, (good[0], np.zeros([2], "float32"))]
+
+
+def bad_label_examples():
+    good = (np.zeros([2], "float32"), np.int32(0))
+    return [good, good, (good[0], np.float32(0.5))]
+
+
+def read_with_deadline(reader, seconds=30.0, **kwargs):
+    out: dict = {}
+
+    def target():
+        try:
+            reader.read(**kwargs)
+        except BaseException as e:  # noqa: BLE001
+            out["error"] = e
+
+    thread = threading.Thread(target=target, daemon=True)
+    thread.start()
+    thread.join(seconds)
+    assert not thread.is_alive(), "reading did not end in time"
+    return out.get("error")
+
+
+@pytest.mark.parametrize("make_source, error_type", [
+    (lambda: FeedInput(bad_label_datapoints()), InputSignatureError),
+    (lambda: QueueInput(bad_label_datapoints()), InputSignatureError),
+    (lambda: BatchQueueInput(bad_label_examples(), batch_size=2), InputSignatureError),
+    # raised inside tf.data's generator op: the message keeps the error and its text
+    (lambda: TFDatasetInput(bad_label_datapoints()), tf.errors.OpError),
+], ids=["feed", "queue", "batchqueue", "dataset"])
+def test_every_python_fed_source_names_the_bad_input_and_its_spec(make_source, error_type):
+    source = make_source()
+    error = read_with_deadline(InputReader(source, SIG), steps_per_epoch=3)
+    assert isinstance(error, error_type), repr(error)
+    message = str(error)
+    assert "'label' expects dtype int32" in message and "float32" in message
+    assert source.name in message
