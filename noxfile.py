@@ -22,7 +22,7 @@ ROOT = Path(__file__).parent
 LAYERS = ["loop", "callbacks", "inputs", "towers", "distributed"]
 TEST_TOOLS = ["pytest>=8", "pytest-xdist>=3"]
 # third-party packages only the tests need, per layer
-TEST_EXTRAS = {"callbacks": ["tensorboard"]}
+TEST_EXTRAS = {"callbacks": ["tensorboard"], "towers": ["scikit-learn>=1.3"]}
 
 nox.options.sessions = ["layering", *LAYERS, "all", "wheels"]
 nox.options.reuse_existing_virtualenvs = True

@@ -1,11 +1,12 @@
 """trainstack: tensorpack's training system on TensorFlow 2, in one namespace.
 
 ``trainstack.<Name>`` is the public name ``<Name>`` of a layer:
-``trainstack.loop`` (Trainer, Callback, StopTraining, ...) and
-``trainstack.callbacks`` (ModelSaver, ProgressBar, TFEventWriter, ...). The
-inputs, towers and distributed layers are placeholders that export nothing
-yet. Names are imported on first use, so that ``import trainstack.loop``
-stays free of TensorFlow even with this meta-package installed.
+``trainstack.loop`` (Trainer, Callback, StopTraining, ...),
+``trainstack.callbacks`` (ModelSaver, ProgressBar, TFEventWriter, ...),
+``trainstack.inputs`` (FeedInput, QueueInput, TFDatasetInput, ...) and
+``trainstack.towers`` (ModelDesc, SimpleTrainer, TrainConfig, ...). Names are
+imported on first use, so that ``import trainstack.loop`` stays free of
+TensorFlow even with this meta-package installed.
 """
 # First statement: without it this regular package would hide the layers'
 # namespace portions (trainstack.loop, ...) installed as separate distributions.
@@ -14,7 +15,7 @@ __path__ = __import__("pkgutil").extend_path(__path__, __name__)
 import importlib as _importlib  # noqa: E402
 
 # the layers whose public names are re-exported, bottom first
-_LAYERS = ("trainstack.loop", "trainstack.callbacks")
+_LAYERS = ("trainstack.loop", "trainstack.callbacks", "trainstack.inputs", "trainstack.towers")
 
 
 def __getattr__(name: str):

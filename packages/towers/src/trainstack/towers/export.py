@@ -1,0 +1,145 @@
+"""Export a model's inference tower as a SavedModel, servable without trainstack.
+
+::
+
+    config = PredictConfig(model=Model(), input_names=["image"], output_names=["prob"],
+                           session_init="train_log/mnist")
+    ModelExporter(config).export_serving("export/mnist")
+
+    # anywhere with TensorFlow (TF Serving, saved_model_cli, another program):
+    serve = tf.saved_model.load("export/mnist").signatures["serving_default"]
+    prob = serve(image=images)["prob"]
+
+The exported function is the one an :class:`~trainstack.towers.OfflinePredictor`
+of the same config runs (the tower built in inference mode, variables set by
+``session_init``), as a ``tf.function`` signature taking the ``input_names`` as
+keyword arguments and returning a dict keyed by ``output_names``. The SavedModel
+holds the model's variables and the traced graph only: loading it imports no
+trainstack code.
+
+:meth:`ModelExporter.export_compact` writes tensorpack's other format: one
+``GraphDef`` file with the variables frozen to constants.
+"""
+from __future__ import annotations
+
+import logging
+import os
+from typing import Sequence
+
+import tensorflow as tf
+
+from .predict_config import OfflinePredictor, PredictConfig
+
+__all__ = ["ModelExporter", "export_saved_model"]
+
+logger = logging.getLogger("trainstack.towers")
+
+#: The signature TF Serving and ``saved_model_cli`` use when none is named.
+DEFAULT_SIGNATURE = tf.saved_model.DEFAULT_SERVING_SIGNATURE_DEF_KEY
+
+
+class _Servable(tf.Module):
+    """What is saved: the model (its variables) and the serving function."""
+
+    def __init__(self, predictor: OfflinePredictor) -> None:
+        super().__init__(name="servable")
+        self.model = predictor.checkpoint_objects["model"]
+        predict = predictor._fn  # the predictor's traced tf.function (selected inputs -> outputs list)
+        output_names = list(predictor.output_names)
+
+        def serve(*inputs: tf.Tensor) -> dict[str, tf.Tensor]:
+            return dict(zip(output_names, predict(*inputs)))
+
+        self.serve = tf.function(serve, input_signature=list(predictor.input_signature))
+
+
+class ModelExporter:
+    """Export the inference tower of a :class:`PredictConfig` (tensorpack's ``ModelExporter``)."""
+
+    def __init__(self, config: PredictConfig) -> None:
+        if not isinstance(config, PredictConfig):
+            raise TypeError(f"ModelExporter takes a PredictConfig, got {config!r}")
+        self.config = config
+
+    def export_serving(self, filename: str | os.PathLike, tags: Sequence[str] | None = None,
+                       signature_name: str = DEFAULT_SIGNATURE) -> str:
+        """Write a SavedModel to directory ``filename``; return its path.
+
+        One signature, ``signature_name`` (default ``"serving_default"``; tensorpack
+        named it ``"prediction_pipeline"``): keyword inputs named by the config's
+        ``input_names``, a dict of outputs keyed by its ``output_names``. ``tags``:
+        TensorFlow 2 always writes the ``"serve"`` tag, so only ``None`` or
+        ``["serve"]`` are accepted.
+        """
+        if tags is not None and list(tags) != [tf.saved_model.SERVING]:
+            raise ValueError(f"export_serving(tags={tags!r}): TensorFlow 2's tf.saved_model.save always "
+                             f"writes the single tag {tf.saved_model.SERVING!r}; pass tags=None")
+        if not isinstance(signature_name, str) or not signature_name:
+            raise TypeError(f"export_serving(signature_name=...) must be a non-empty string, "
+                            f"got {signature_name!r}")
+        if not self.config.input_names:
+            raise ValueError("export_serving needs at least one input in PredictConfig(input_names=...): "
+                             "a serving signature takes its inputs as named tensors")
+        path = os.fspath(filename)
+        servable = _Servable(OfflinePredictor(self.config))
+        tf.saved_model.save(servable, path, signatures={signature_name: servable.serve})
+        logger.info("SavedModel written to %s (signature %r: %s -> %s).", path, signature_name,
+                    self.config.input_names, self.config.output_names)
+        return path
+
+
+    def export_compact(self, filename: str | os.PathLike, optimize: bool = True,
+                       toco_compatible: bool = False) -> str:
+        """Write the inference graph with its variables frozen to constants, as one binary
+        ``GraphDef`` file (tensorpack's compact export); return its path.
+
+        Its placeholders are named by the config's ``input_names`` and its outputs by its
+        ``output_names`` (tensor ``"<name>:0"``); TensorFlow 2 runs it with
+        ``tf.compat.v1.wrap_function(lambda: tf.compat.v1.import_graph_def(graph_def, name=""),
+        []).prune(["x:0"], ["prob:0"])``. ``optimize`` runs TensorFlow's
+        ``optimize_for_inference`` on it (``toco_compatible`` is passed there). Prefer
+        :meth:`export_serving`: a SavedModel is what TensorFlow 2 tools load.
+        """
+        if toco_compatible and not optimize:
+            raise ValueError("export_compact(toco_compatible=True) only applies with optimize=True")
+        if not self.config.input_names:
+            raise ValueError("export_compact needs at least one input in PredictConfig(input_names=...)")
+        from tensorflow.python.framework.convert_to_constants import convert_variables_to_constants_v2
+
+        predictor = OfflinePredictor(self.config)
+        predict = predictor._fn
+        node_names = [name[:-2] if name.endswith(":0") else name for name in predictor.output_names]
+
+        made: list[str] = []
+
+        def named_outputs(*inputs: tf.Tensor) -> list[tf.Tensor]:
+            outputs = [tf.identity(t, name=n) for t, n in zip(predict(*inputs), node_names)]
+            made[:] = [t.op.name for t in outputs]
+            return outputs
+
+        concrete = tf.function(named_outputs, input_signature=list(predictor.input_signature))
+        frozen = convert_variables_to_constants_v2(concrete.get_concrete_function())
+        if made != node_names:
+            raise ValueError(f"export_compact: outputs {node_names} cannot all be graph nodes of their own "
+                             f"name (TensorFlow made {made}); output names must be distinct from the "
+                             "input names and be valid op names")
+        graph_def = frozen.graph.as_graph_def()
+        if optimize:
+            from tensorflow.python.tools import optimize_for_inference_lib
+
+            graph_def = optimize_for_inference_lib.optimize_for_inference(
+                graph_def, list(self.config.input_names), node_names,
+                [s.dtype.as_datatype_enum for s in predictor.input_signature], toco_compatible)
+        path = os.fspath(filename)
+        with tf.io.gfile.GFile(path, "wb") as f:
+            f.write(graph_def.SerializeToString())
+        logger.info("Frozen inference graph written to %s (%s -> %s).", path, self.config.input_names,
+                    node_names)
+        return path
+
+
+def export_saved_model(config: PredictConfig, path: str | os.PathLike,
+                       signature_name: str = DEFAULT_SIGNATURE) -> str:
+    """``ModelExporter(config).export_serving(path, signature_name=...)``."""
+    return ModelExporter(config).export_serving(path, signature_name=signature_name)
+

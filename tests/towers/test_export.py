@@ -1,0 +1,114 @@
+"""ModelExporter: a SavedModel that plain TensorFlow serves, in a process where trainstack is absent."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+
+from trainstack.callbacks import ModelSaver
+from trainstack.towers import (ModelExporter, OfflinePredictor, PredictConfig, SimpleTrainer,
+                               export_saved_model)
+
+# Run with `python -I` and every sys.path entry holding a `trainstack` package removed (the editable
+# installs' .pth entries): the SavedModel must load and run with TensorFlow alone.
+SERVE_SCRIPT = textwrap.dedent("""
+    import importlib.util, json, os, sys
+    sys.path[:] = [p for p in sys.path if not os.path.isdir(os.path.join(p or os.getcwd(), "trainstack"))]
+    assert importlib.util.find_spec("trainstack") is None, "trainstack is still importable"
+    import numpy as np
+    import tensorflow as tf
+
+    requests = json.loads(sys.argv[1])
+    data = np.load(sys.argv[2])
+    results = {}
+    for name, (path, signature, inputs) in requests.items():
+        serve = tf.saved_model.load(path).signatures[signature]
+        outputs = serve(**{k: tf.constant(data[k]) for k in inputs})
+        results.update({f"{name}.{k}": v.numpy() for k, v in outputs.items()})
+    np.savez(sys.argv[3], **results)
+    print("trainstack modules loaded:", sorted(m for m in sys.modules if m.startswith("trainstack")))
+""")
+
+
+def test_exported_saved_model_serves_like_the_predictors_without_trainstack(
+        classifier, make_df, setup, tmp_path):
+    ckpt = str(tmp_path / "ckpt")
+    trainer = setup(SimpleTrainer(), classifier(), make_df(5))
+    trainer.train([ModelSaver(checkpoint_dir=ckpt)], [], steps_per_epoch=5, max_epoch=2)
+
+    full = PredictConfig(model=classifier(), output_names=["logits", "cost"], session_init=ckpt)
+    path_full = ModelExporter(full).export_serving(str(tmp_path / "full"))
+    only_x = PredictConfig(model=classifier(), input_names=["x"], output_names=["logits"], session_init=ckpt)
+    path_x = export_saved_model(only_x, tmp_path / "only_x", signature_name="prediction_pipeline")
+    assert os.path.isfile(os.path.join(path_full, "saved_model.pb"))
+
+    x, label = make_df(1, batch=7, seed=11)[0]  # a batch size never traced before
+    np.savez(tmp_path / "data.npz", x=x, label=label)
+    requests = {"full": [path_full, "serving_default", ["x", "label"]],
+                "only_x": [path_x, "prediction_pipeline", ["x"]]}
+    proc = subprocess.run(
+        [sys.executable, "-I", "-c", SERVE_SCRIPT, json.dumps(requests), str(tmp_path / "data.npz"),
+         str(tmp_path / "out.npz")],
+        capture_output=True, text=True, timeout=120, cwd=tmp_path,
+        env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"})
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "trainstack modules loaded: []" in proc.stdout
+    served = np.load(tmp_path / "out.npz")
+    assert sorted(served.files) == ["full.cost", "full.logits", "only_x.logits"]
+
+    logits, cost = trainer.get_predictor(["x", "label"], ["logits", "cost"])(x, label)
+    np.testing.assert_allclose(served["full.logits"], logits, rtol=1e-6, atol=1e-6)
+    np.testing.assert_allclose(served["full.cost"], cost, rtol=1e-6)
+    np.testing.assert_allclose(served["only_x.logits"], trainer.get_predictor(["x"], ["logits"])(x)[0],
+                               rtol=1e-6, atol=1e-6)
+
+
+def test_export_arguments(classifier, tmp_path):
+    config = PredictConfig(model=classifier(), output_names=["logits"])
+    with pytest.raises(ValueError, match="always writes the single tag 'serve'"):
+        ModelExporter(config).export_serving(str(tmp_path / "a"), tags=["train"])
+    with pytest.raises(ValueError, match="at least one input"):
+        ModelExporter(PredictConfig(model=classifier(), input_names=[], output_names=["logits"])) \
+            .export_serving(str(tmp_path / "b"))
+    with pytest.raises(TypeError, match="PredictConfig"):
+        ModelExporter(classifier())
+    assert not (tmp_path / "a").exists() and not (tmp_path / "b").exists()
+    with pytest.raises(ValueError, match="cannot all be graph nodes of their own name"):
+        ModelExporter(PredictConfig(model=classifier(), output_names=["x"])).export_compact(
+            str(tmp_path / "d.pb"))  # an output named like an input
+    # tags=["serve"] is what is written anyway
+    path = ModelExporter(config).export_serving(str(tmp_path / "c"), tags=["serve"])
+    assert os.path.isfile(os.path.join(path, "saved_model.pb"))
+
+
+@pytest.mark.parametrize("optimize", [True, False])
+def test_export_compact_freezes_the_graph(classifier, make_df, optimize, tmp_path):
+    import tensorflow as tf
+
+    model = classifier()
+    config = PredictConfig(model=model, output_names=["logits", "cost:0"])
+    path = ModelExporter(config).export_compact(str(tmp_path / "graph.pb"), optimize=optimize)
+    graph_def = tf.compat.v1.GraphDef()
+    with open(path, "rb") as f:
+        graph_def.ParseFromString(f.read())
+    assert not [n.name for n in graph_def.node if n.op in ("VarHandleOp", "ReadVariableOp")]
+
+    imported = tf.compat.v1.wrap_function(lambda: tf.compat.v1.import_graph_def(graph_def, name=""), [])
+    run = imported.prune(["x:0", "label:0"], ["logits:0", "cost:0"])
+    x, label = make_df(1, batch=5, seed=4)[0]
+    logits, cost = run(tf.constant(x), tf.constant(label))
+    expected_logits, expected_cost = OfflinePredictor(config)(x, label)
+    np.testing.assert_allclose(logits.numpy(), expected_logits, rtol=1e-6, atol=1e-6)
+    np.testing.assert_allclose(cost.numpy(), expected_cost, rtol=1e-6)
+    # frozen: later changes of the variables do not reach the exported graph
+    model.fc.kernel.assign(model.fc.kernel + 1.0)
+    np.testing.assert_allclose(run(tf.constant(x), tf.constant(label))[0].numpy(), expected_logits,
+                               rtol=1e-6, atol=1e-6)
+
+    with pytest.raises(ValueError, match="toco_compatible"):
+        ModelExporter(config).export_compact(str(tmp_path / "g2.pb"), optimize=False, toco_compatible=True)

@@ -1,0 +1,150 @@
+"""get_predictor / get_predictors / OnlinePredictor: outputs, inputs, errors."""
+from __future__ import annotations
+
+import keras
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from trainstack.inputs import InputSignatureError
+from trainstack.towers import (ModelDesc, OnlinePredictor, SimpleTrainer, TowerFunc,
+                               VariableReuseError, get_current_tower_context)
+from trainstack.towers.predictor import predict_device
+
+
+@pytest.fixture
+def trained(model, dataflow, setup):
+    trainer = setup(SimpleTrainer(), model, dataflow)
+    trainer.train([], [], steps_per_epoch=5, max_epoch=1)
+    return trainer, model
+
+
+def softmax_accuracy(x, label, kernel, bias):
+    logits = x @ kernel + bias
+    return logits, np.mean(np.argmax(logits, 1) == label)
+
+
+def test_predictor_outputs_match_a_manual_computation(trained, make_df):
+    trainer, model = trained
+    pred = trainer.get_predictor(["x", "label"], ["logits", "accuracy"])
+    x, label = make_df(1, batch=32, seed=5)[0]
+    logits, accuracy = pred(x, label)
+    want_logits, want_acc = softmax_accuracy(x, label, model.fc.kernel.numpy(), model.fc.bias.numpy())
+    np.testing.assert_allclose(logits, want_logits, rtol=1e-5, atol=1e-5)
+    assert accuracy == pytest.approx(want_acc)
+    assert isinstance(logits, np.ndarray) and logits.shape == (32, 2)
+    assert ("predict_tower0", False) in model.contexts
+    assert trainer.get_predictor(["x", "label"], ["logits", "accuracy"]) is pred
+
+
+def test_predictors_follow_training(trained, make_df, dataflow):
+    trainer, model = trained
+    pred = trainer.get_predictor(["x"], ["logits"])
+    x = make_df(1, seed=3)[0][0]
+    before = pred(x)[0]
+    trainer.train_op(**{"tower0/x": dataflow[0][0], "tower0/label": dataflow[0][1]})
+    after = pred(x)[0]
+    assert not np.allclose(before, after)
+    np.testing.assert_allclose(after, x @ model.fc.kernel.numpy() + model.fc.bias.numpy(), rtol=1e-5,
+                               atol=1e-5)
+
+
+def test_inputs_left_out_are_zeros_shaped_by_the_given_batch(trained, make_df):
+    trainer, model = trained
+    x = make_df(1, batch=7)[0][0]
+    logits, = trainer.get_predictor("x", "logits")(x)  # label (not needed for logits) gets zeros
+    assert logits.shape == (7, 2)
+    # accuracy depends on the zero labels: it is the fraction predicted as class 0
+    accuracy, = trainer.get_predictor(["x"], ["accuracy"])(x)
+    assert accuracy == pytest.approx(np.mean(np.argmax(logits, 1) == 0))
+
+
+def test_bad_arrays_name_the_input_and_its_spec(trained, make_df):
+    trainer, _ = trained
+    pred = trainer.get_predictor(["x", "label"], ["accuracy"])
+    x, label = make_df(1)[0]
+    with pytest.raises(InputSignatureError, match=r"input 'x' expects dtype float32 and shape \(None, 4\)"):
+        pred(x[:, :3], label)
+    with pytest.raises(InputSignatureError, match=r"input 'label' expects dtype int32 .*float"):
+        pred(x, label.astype("float32") + 0.5)
+    with pytest.raises(InputSignatureError, match=r"takes 2 arrays \['x', 'label'\], got 1"):
+        pred(x)
+
+
+def test_unknown_names_fail_when_the_predictor_is_built(trained):
+    trainer, _ = trained
+    with pytest.raises(KeyError, match=r"no tensor named 'probs' in tower 'predict_tower0'.*'accuracy'"):
+        trainer.get_predictor(["x", "label"], ["probs"])
+    with pytest.raises(KeyError, match=r"unknown inputs \['image'\]"):
+        trainer.get_predictor(["image"], ["logits"])
+    with pytest.raises(TypeError, match="list of names"):
+        trainer.get_predictor([], ["logits"])
+
+
+def test_get_predictors_builds_one_tower_per_device(trained, make_df):
+    trainer, model = trained
+    preds = trainer.get_predictors(["x"], ["logits"], 2)
+    assert [p.tower_name for p in preds] == ["predict_tower0", "predict_tower1"]
+    x = make_df(1)[0][0]
+    np.testing.assert_allclose(preds[0](x)[0], preds[1](x)[0], rtol=1e-6)
+    with pytest.raises(ValueError, match="positive"):
+        trainer.get_predictors(["x"], ["logits"], 0)
+
+
+def test_a_predictor_tower_may_not_create_variables(classifier, dataflow, setup):
+    class InferenceHead(classifier):
+        def build_graph(self, x, label):
+            if not get_current_tower_context().is_training:
+                keras.layers.Dense(1, name="late_head")(x)  # a layer only inference towers make
+            return super().build_graph(x, label)
+
+    trainer = setup(SimpleTrainer(), InferenceHead(), dataflow)
+    with pytest.raises(VariableReuseError, match=r"tower 'predict_tower0' tried to create variable "
+                                                 r"'late_head/kernel': only the first tower \('tower0'\)"):
+        trainer.get_predictor(["x"], ["logits"])
+
+
+def test_inputs_whose_shape_cannot_be_derived_must_be_given():
+    class TwoInputs(ModelDesc):
+        def __init__(self):
+            self.fc = keras.layers.Dense(1)
+
+        def inputs(self):
+            return [tf.TensorSpec([None, 2], tf.float32, "a"), tf.TensorSpec([None, None], tf.float32, "b")]
+
+        def build_graph(self, a, b):
+            return tf.identity(tf.reduce_sum(self.fc(a)) + tf.reduce_sum(b), name="out")
+
+    model = TwoInputs()
+    tower_func = TowerFunc(model.build_graph, model.get_input_signature())
+    with pytest.raises(InputSignatureError, match=r"input 'b' .*shape \(None, None\).*add it to input_names"):
+        OnlinePredictor(tower_func, ["a"], ["out"])
+    pred = OnlinePredictor(tower_func, ["a", "b"], ["out"])  # the first tower: creates the variables
+    out, = pred(np.ones([3, 2], "float32"), np.ones([3, 5], "float32"))
+    kernel, bias = model.fc.kernel.numpy(), model.fc.bias.numpy()
+    assert out == pytest.approx(np.sum(np.ones([3, 2]) @ kernel + bias) + 15.0, rel=1e-5)
+
+
+def test_predictor_devices_without_gpus_are_the_cpu():
+    if tf.config.list_logical_devices("GPU"):
+        pytest.skip("this machine has GPUs: see test_predictors_run_on_gpus")
+    assert predict_device(0) == predict_device(3) == "/device:CPU:0"
+    with pytest.raises(ValueError, match="non-negative"):
+        predict_device(-1)
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not tf.config.list_physical_devices("GPU"), reason="needs a GPU")
+def test_predictors_run_on_gpus(trained, make_df):
+    trainer, model = trained
+    last = len(tf.config.list_logical_devices("GPU")) - 1
+    pred = trainer.get_predictor(["x"], ["logits"], device=last)
+    assert pred.device == f"/device:GPU:{last}"
+    graph = pred._fn.get_concrete_function().graph
+    matmuls = [op for op in graph.get_operations() if op.type == "MatMul"]
+    assert matmuls and all(op.device.endswith(f"GPU:{last}") for op in matmuls)
+    x = make_df(1)[0][0]
+    np.testing.assert_allclose(pred(x)[0], x @ model.fc.kernel.numpy() + model.fc.bias.numpy(),
+                               rtol=1e-4, atol=1e-4)
+    with pytest.raises(ValueError, match="does not exist"):
+        trainer.get_predictor(["x"], ["logits"], device=last + 1)
