@@ -169,7 +169,10 @@ def test_inference_records_no_summaries(model, make_df, setup):
         ema, count = 0.95 * ema + 0.05 * float(c), count + 1
     expected = ema / (1 - 0.95 ** count)
     assert trainer.summary_collection.moving_average_values()["cost"] == pytest.approx(expected, rel=1e-5)
-    assert min(trainer.monitors.get_history("validation_cost")) > max(costs)  # really different
+    # the validation costs differ from the training ones, so had the inference tower updated the
+    # average, the equality above would not hold
+    validation = trainer.monitors.get_history("validation_cost")
+    assert abs(np.mean(validation) - np.mean([float(c) for c in costs])) > 1e-2
 
 
 def test_inference_tower_must_not_create_variables(classifier, make_df, setup):
