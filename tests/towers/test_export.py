@@ -14,12 +14,22 @@ from trainstack.callbacks import ModelSaver
 from trainstack.towers import (ModelExporter, OfflinePredictor, PredictConfig, SimpleTrainer,
                                export_saved_model)
 
-# Run with `python -I` and every sys.path entry holding a `trainstack` package removed (the editable
-# installs' .pth entries): the SavedModel must load and run with TensorFlow alone.
+# Run with `python -I` and an import hook refusing every `trainstack` module (installed editable or
+# from wheels): the SavedModel must load and run with TensorFlow alone.
 SERVE_SCRIPT = textwrap.dedent("""
-    import importlib.util, json, os, sys
-    sys.path[:] = [p for p in sys.path if not os.path.isdir(os.path.join(p or os.getcwd(), "trainstack"))]
-    assert importlib.util.find_spec("trainstack") is None, "trainstack is still importable"
+    import json, sys
+
+    class NoTrainstack:  # refuses trainstack, whether installed editable or from a wheel
+        def find_spec(self, name, path=None, target=None):
+            if name == "trainstack" or name.startswith("trainstack."):
+                raise ModuleNotFoundError(f"{name} is blocked in this process")
+
+    sys.meta_path.insert(0, NoTrainstack())
+    try:
+        import trainstack  # noqa: F401
+        raise AssertionError("trainstack is still importable")
+    except ModuleNotFoundError:
+        pass
     import numpy as np
     import tensorflow as tf
 
