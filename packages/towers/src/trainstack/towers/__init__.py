@@ -32,6 +32,14 @@ from .inference import BinaryClassificationStats, ClassificationError, Inference
 from .inference_runner import InferenceRunner
 from .predict_config import OfflinePredictor, PredictConfig
 
+# -- multi-GPU (issue 6): data-parallel trainers, devices, data-parallel inference
+from .async_ import AsyncMultiGPUTrainer
+from .data_parallel_inference import DataParallelInferenceRunner
+from .devices import logical_cpu_devices, resolve_devices
+from .multigpu import MultiGPUTrainerBase, SyncMultiGPUTrainer
+from .parameter_server import LeastLoadedDeviceSetter, SyncMultiGPUTrainerParameterServer
+from .replicated import SyncMultiGPUTrainerReplicated
+
 __all__ = [
     # core (H3)
     "TowerContext", "get_current_tower_context", "TowerFunc", "TowerHandle", "TowerHandles",
@@ -50,4 +58,8 @@ __all__ = [
     # inference (H5)
     "Inferencer", "ScalarStats", "ClassificationError", "BinaryClassificationStats", "InferenceRunner",
     "PredictConfig", "OfflinePredictor", "ModelExporter", "export_saved_model",
+    # multi-GPU (issue 6)
+    "MultiGPUTrainerBase", "SyncMultiGPUTrainerReplicated", "SyncMultiGPUTrainerParameterServer",
+    "SyncMultiGPUTrainer", "AsyncMultiGPUTrainer", "LeastLoadedDeviceSetter", "DataParallelInferenceRunner",
+    "resolve_devices", "logical_cpu_devices",
 ]

@@ -72,7 +72,7 @@ def bind_legacy_config(trainer: Any, config: TrainConfig) -> None:
         raise ValueError(f"{name}(config): the TrainConfig has no model; pass TrainConfig(model=...)")
     _check_legacy_towers(trainer, config)
     warn_deprecated(f"{name}(config)",
-                    f"launch_train_with_config(config, {_current_trainer_name(trainer)}())")
+                    f"launch_train_with_config(config, {_current_trainer_call(trainer, config)})")
     trainer.config = config
 
 
@@ -153,9 +153,13 @@ def _user_stacklevel() -> int:
     return level
 
 
-def _current_trainer_name(trainer: Any) -> str:
-    """The current trainer to use instead of ``trainer``'s older class."""
-    return "SimpleTrainer" if isinstance(trainer, FeedfreeTrainerBase) else type(trainer).__name__
+def _current_trainer_call(trainer: Any, config: TrainConfig) -> str:
+    """The current trainer to use instead of ``trainer``'s older class; a multi-GPU trainer
+    takes the config's towers (``trainer.devices`` marks one)."""
+    if isinstance(trainer, FeedfreeTrainerBase):
+        return "SimpleTrainer()"
+    gpus = config.tower if getattr(trainer, "devices", None) is not None else ""
+    return f"{type(trainer).__name__}({gpus})"
 
 
 def _check_legacy_towers(trainer: Any, config: TrainConfig) -> None:

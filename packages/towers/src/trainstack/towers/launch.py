@@ -35,7 +35,8 @@ def apply_default_prefetch(input_or_dataflow: Any, trainer: Any) -> InputSource:
       ``trainer.input_queue`` elements for a QueueInputTrainer given one).
     - For a trainer with several devices (``trainer.devices``, the multi-GPU trainers), a
       QueueInput is wrapped in ``StagingInput``, which copies the next batch onto each device
-      while the current step runs.
+      while the current step runs, unless ``trainer.gpu_prefetch`` is False (the older
+      constructors' ``gpu_prefetch=False``).
     """
     if isinstance(input_or_dataflow, InputSource):
         source = input_or_dataflow
@@ -47,7 +48,8 @@ def apply_default_prefetch(input_or_dataflow: Any, trainer: Any) -> InputSource:
         source = (QueueInput(input_or_dataflow) if capacity is None
                   else QueueInput(input_or_dataflow, capacity))
     devices = getattr(trainer, "devices", None)
-    if devices is not None and len(devices) > 1 and isinstance(source, QueueInput):
+    if (devices is not None and len(devices) > 1 and isinstance(source, QueueInput)
+            and getattr(trainer, "gpu_prefetch", True)):
         from trainstack.inputs import StagingInput  # noqa: PLC0415 - only multi-device trainers need it
 
         logger.info("Automatically applying StagingInput on the QueueInput.")
