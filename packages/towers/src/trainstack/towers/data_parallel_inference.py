@@ -22,7 +22,7 @@ import tqdm
 
 from trainstack.callbacks import summary_collection_scope
 from trainstack.inputs import FeedfreeInput, InputError
-from trainstack.loop import Callbacks, RunContext
+from trainstack.loop import Callbacks
 
 from .devices import check_devices, resolve_devices
 from .inference import Inferencer
@@ -130,25 +130,5 @@ class DataParallelInferenceRunner(InferenceRunner):
         self._report()
 
     def _run_towers(self, step: Callable[[Any], Any], index: int) -> None:
-        group = self._input_callbacks
-        ctx = RunContext(self.trainer, step, ())
-        names, feeds, plan = group.before_run(ctx)
-        if names:
-            raise TypeError(f"{self.name}: callbacks of input {self.input.name} asked to fetch {names} "
-                            "from the inference step, which has no named values to fetch")
-        try:
-            outputs = step(dict(feeds))
-        except tf.errors.OutOfRangeError as e:
-            where = f"{self.name}: input {self.input.name}"
-            cause = getattr(self.input, "error", None)  # a QueueInput's failed thread
-            if cause is not None:
-                raise InputError(f"{where} failed after {index} of its {self._size} batches: "
-                                 f"{cause}") from cause
-            raise InputError(f"{where} ended after {index} of its {self._size} batches; an "
-                             "InferenceRunner's input must stream pass after pass and report an "
-                             "exact size()") from e
-        group.after_run(ctx, {}, plan)
-        for values, batch_size in outputs:
-            batch_size = int(batch_size)
-            for inf, results in zip(self.infs, values):
-                inf.on_fetches([r.numpy() for r in results], None if batch_size < 0 else batch_size)
+        for values, batch_size in self._run_step(step, index):
+            self._accumulate(values, batch_size)

@@ -200,14 +200,19 @@ class InferenceRunner(Callback):
         self._report()
 
     def _run_batch(self, index: int) -> None:
+        self._accumulate(*self._run_step(self._infer, index))
+
+    def _run_step(self, step: Any, index: int) -> Any:
+        """Run ``step`` once with the input's feeds (its callbacks' before/after_run around it);
+        an input that ends or fails mid-pass raises an InputError naming it."""
         group = self._input_callbacks
-        ctx = RunContext(self.trainer, self._infer, ())
+        ctx = RunContext(self.trainer, step, ())
         names, feeds, plan = group.before_run(ctx)
         if names:
             raise TypeError(f"{self.name}: callbacks of input {self.input.name} asked to fetch {names} "
                             "from the inference step, which has no named values to fetch")
         try:
-            values, batch_size = self._infer(dict(feeds))
+            outputs = step(dict(feeds))
         except tf.errors.OutOfRangeError as e:
             where = f"{self.name}: input {self.input.name}"
             cause = getattr(self.input, "error", None)  # a QueueInput's failed thread
@@ -218,6 +223,10 @@ class InferenceRunner(Callback):
                              "InferenceRunner's input must stream pass after pass and report an "
                              "exact size()") from e
         group.after_run(ctx, {}, plan)
+        return outputs
+
+    def _accumulate(self, values: Any, batch_size: Any) -> None:
+        """Give one batch's fetched ``values`` to the inferencers (batch size -1: unknown)."""
         batch_size = int(batch_size)
         batch_size = None if batch_size < 0 else batch_size
         for inf, results in zip(self.infs, values):
