@@ -12,11 +12,13 @@ if not getattr(trainstack, "__file__", None):
 
 def test_reexports_every_public_name_of_the_layers():
     import trainstack.callbacks
+    import trainstack.distributed
     import trainstack.inputs
     import trainstack.loop
     import trainstack.towers
 
-    for layer in (trainstack.loop, trainstack.callbacks, trainstack.inputs, trainstack.towers):
+    for layer in (trainstack.loop, trainstack.callbacks, trainstack.inputs, trainstack.towers,
+                  trainstack.distributed):
         for name in layer.__all__:
             assert getattr(trainstack, name) is getattr(layer, name)
             assert name in trainstack.__all__

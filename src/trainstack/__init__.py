@@ -4,7 +4,8 @@
 ``trainstack.loop`` (Trainer, Callback, StopTraining, ...),
 ``trainstack.callbacks`` (ModelSaver, ProgressBar, TFEventWriter, ...),
 ``trainstack.inputs`` (FeedInput, QueueInput, TFDatasetInput, ...) and
-``trainstack.towers`` (ModelDesc, SimpleTrainer, TrainConfig, ...). Names are
+``trainstack.towers`` (ModelDesc, SimpleTrainer, TrainConfig, ...) and
+``trainstack.distributed`` (HorovodTrainer, DistributedTrainerReplicated, ...). Names are
 imported on first use, so that ``import trainstack.loop`` stays free of
 TensorFlow even with this meta-package installed.
 """
@@ -15,7 +16,8 @@ __path__ = __import__("pkgutil").extend_path(__path__, __name__)
 import importlib as _importlib  # noqa: E402
 
 # the layers whose public names are re-exported, bottom first
-_LAYERS = ("trainstack.loop", "trainstack.callbacks", "trainstack.inputs", "trainstack.towers")
+_LAYERS = ("trainstack.loop", "trainstack.callbacks", "trainstack.inputs", "trainstack.towers",
+           "trainstack.distributed")
 
 
 def __getattr__(name: str):

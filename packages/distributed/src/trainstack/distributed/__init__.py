@@ -1,6 +1,19 @@
-"""trainstack.distributed: not implemented yet.
+"""trainstack.distributed: training over several processes and machines."""
+# multi-worker (TensorFlow's engines): cluster, multiworker, ps_trainer, launch
+from .cluster import ClusterSpec, ClusterSpecError, free_ports, local_cluster
+from .multiworker import BroadcastFromChief, DistributedTrainerReplicated, make_strategy
+from .ps_trainer import (DistributedReplicatedTrainer, DistributedTrainerParameterServer, run_server,
+                         serve_unless_chief)
+# Horovod: horovod (imports Horovod only when a HorovodTrainer is made), sharding
+from .horovod import BroadcastVariables, HorovodTrainer, import_horovod
+from .sharding import ShardedDataFlow, shard_dataflow
 
-This distribution is an installable placeholder so that the monorepo's
-packaging, pins and test matrix cover every layer. It exports nothing; the
-layer is built in issue(s) 7.
-"""
+__all__ = [
+    # multi-worker (TensorFlow's engines)
+    "ClusterSpec", "ClusterSpecError", "free_ports", "local_cluster",
+    "DistributedTrainerReplicated", "BroadcastFromChief", "make_strategy",
+    "DistributedTrainerParameterServer", "DistributedReplicatedTrainer", "run_server",
+    "serve_unless_chief",
+    # Horovod
+    "HorovodTrainer", "BroadcastVariables", "import_horovod", "ShardedDataFlow", "shard_dataflow",
+]

@@ -27,7 +27,7 @@ the default ``steps_per_epoch``, so by default an epoch is exactly one pass.
 from __future__ import annotations
 
 import contextlib
-from typing import Any, Iterator, Mapping, Sequence
+from typing import Iterator, Mapping, Sequence
 
 import tensorflow as tf
 

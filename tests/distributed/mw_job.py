@@ -1,0 +1,82 @@
+"""A multi-worker training script the tests start with the launcher (one process per task).
+
+    python -m trainstack.distributed.launch -n 2 tests/distributed/mw_job.py --out DIR [--steps N]
+
+Each worker trains :class:`mw_model.Classifier` on its shard with
+DistributedTrainerReplicated (TF_CONFIG from the launcher), with the default
+callbacks and monitors plus ModelSaver, in the logger directory ``DIR/<task>``;
+it writes its weights before training, after the first step and at the end
+to ``DIR/<task>_{init,step1,final}.npz``. ``--die-at K``: worker 1 kills
+itself (SIGKILL) at step K.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+import sys
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+from trainstack.distributed import DistributedTrainerReplicated  # noqa: E402
+
+# the strategy is made before TensorFlow runs any op
+trainer = DistributedTrainerReplicated(timeout_seconds=float(os.environ.get("MW_TIMEOUT", "20")))
+
+import numpy as np  # noqa: E402
+import tensorflow as tf  # noqa: E402
+
+from mw_model import BATCH, Classifier, make_data, shard, weights  # noqa: E402
+from trainstack.callbacks import ModelSaver, set_logger_dir  # noqa: E402
+from trainstack.inputs import TFDatasetInput  # noqa: E402
+from trainstack.loop import Callback  # noqa: E402
+
+
+class RecordWeights(Callback):
+    """Save the model's weights before training, after step 1 and at the end (every worker)."""
+
+    _chief_only = False
+
+    def __init__(self, model: Classifier, prefix: str, die_at: int | None) -> None:
+        self.model, self.prefix, self.die_at = model, prefix, die_at
+
+    def _save(self, what: str) -> None:
+        np.savez(f"{self.prefix}_{what}.npz", *weights(self.model))
+
+    def _before_train(self) -> None:
+        self._save("init")
+
+    def _trigger_step(self) -> None:
+        if self.global_step == 1:
+            self._save("step1")
+        if self.die_at is not None and self.global_step == self.die_at and not self.trainer.is_chief:
+            print("worker dies now", flush=True)
+            os.kill(os.getpid(), signal.SIGKILL)
+
+    def _after_train(self) -> None:
+        self._save("final")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--out", required=True)
+    parser.add_argument("--steps", type=int, default=10)
+    parser.add_argument("--epochs", type=int, default=2)
+    parser.add_argument("--die-at", type=int, default=None)
+    args = parser.parse_args()
+    spec = trainer.cluster_spec
+    x, y = shard(*make_data(), spec.task_index, trainer.num_workers)
+    dataset = tf.data.Dataset.from_tensor_slices((x, y)).batch(BATCH, drop_remainder=True).repeat()
+    model = Classifier()
+    trainer.setup_graph(model.get_input_signature(), TFDatasetInput(dataset), model.build_graph,
+                        model.get_optimizer)
+    set_logger_dir(os.path.join(args.out, spec.task_name), action="d")
+    trainer.train_with_defaults(
+        callbacks=[ModelSaver(), RecordWeights(model, os.path.join(args.out, spec.task_name), args.die_at)],
+        steps_per_epoch=args.steps, max_epoch=args.epochs)
+    print(f"{spec.task_name} done, chief={trainer.is_chief}", flush=True)
+
+
+if __name__ == "__main__":
+    main()

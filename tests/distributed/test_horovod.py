@@ -1,0 +1,197 @@
+"""HorovodTrainer with 2 processes on localhost over Gloo, started by horovodrun.
+
+One 2-process run of ``hvd_job.py`` (module fixture) is checked against a
+single-process SimpleTrainer; a second run kills rank 1 mid-training. Skipped
+without Horovod: build it with ``python scripts/install_horovod.py``.
+"""
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+pytest.importorskip("horovod.tensorflow", exc_type=ImportError,
+                    reason="Horovod is not installed (or not importable): run scripts/install_horovod.py")
+
+import importlib.util  # noqa: E402
+
+import tensorflow as tf  # noqa: E402
+
+import keras  # noqa: E402
+
+from trainstack.callbacks import JSONWriter  # noqa: E402
+from trainstack.distributed import HorovodTrainer  # noqa: E402
+from trainstack.inputs import FeedInput  # noqa: E402
+from trainstack.towers import SaverRestore, SimpleTrainer  # noqa: E402
+
+JOB = Path(__file__).with_name("hvd_job.py")
+_spec = importlib.util.spec_from_file_location("hvd_job", JOB)
+job = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(job)
+
+EPOCHS, BATCHES = 2, 8          # 8 batches of 16 shared by 2 ranks: 4 steps per epoch
+GLOO_TIMEOUT_S = 20             # horovodrun --gloo-timeout-seconds: a hung peer is detected after this
+DEAD_RANK_BOUND_S = 10          # a survivor must fail within this after its peer died (measured: 0.1 s)
+HUNG_GLOO_TIMEOUT_S = 8         # the gloo timeout of the hung-rank test; the survivor fails after it
+
+
+def horovodrun(out: Path, *job_args: str, np_: int = 2, timeout: float = 180,
+               gloo_timeout_s: int = GLOO_TIMEOUT_S) -> subprocess.CompletedProcess:
+    """``horovodrun -np 2 -H localhost:2 --gloo python hvd_job.py --out OUT ...``."""
+    cmd = [sys.executable, "-c", "from horovod.runner.launch import run_commandline; run_commandline()",
+           "-np", str(np_), "-H", f"localhost:{np_}", "--gloo", "--gloo-timeout-seconds", str(gloo_timeout_s),
+           sys.executable, str(JOB), "--out", str(out), *job_args]
+    env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2", "CUDA_VISIBLE_DEVICES": ""}
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env)
+
+
+@pytest.fixture(scope="module")
+def run(tmp_path_factory) -> Path:
+    """The 2-process run, made once per test session even under pytest-xdist (a lock in the
+    session's shared temporary directory: each xdist worker would otherwise make its own)."""
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        root = tmp_path_factory.getbasetemp().parent  # this session's, shared by its workers
+    else:
+        root = tmp_path_factory.mktemp("hvd")
+    out = root / "hvd_run"
+    with open(root / "hvd_run.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not (out / "done").exists():
+            out.mkdir(exist_ok=True)
+            proc = horovodrun(out, "--epochs", str(EPOCHS), "--batches", str(BATCHES), "--broadcast-every-epoch")
+            assert proc.returncode == 0, (f"horovodrun failed ({proc.returncode}):\n{proc.stdout[-4000:]}\n"
+                                          f"{proc.stderr[-4000:]}")
+            (out / "done").touch()
+    return out
+
+
+def rank_weights(out: Path, rank: int) -> dict[str, list[np.ndarray]]:
+    data = np.load(out / f"rank{rank}.npz")
+    return {what: [data[f"{what}_{i}"] for i in range(2)] for what in ("init", "step1", "final")}
+
+
+def report(out: Path, rank: int) -> dict:
+    return json.loads((out / f"rank{rank}.json").read_text())
+
+
+def test_one_process_trains_exactly_like_simple_trainer():
+    """Without horovodrun, Horovod runs one process (size 1): the same updates as SimpleTrainer."""
+    batches = job.make_batches(3)
+
+    def train(trainer):
+        keras.utils.set_random_seed(7)
+        model = job.TinyClassifier(hidden=3)
+        trainer.setup_graph(model.get_input_signature(), batches, model.build_graph, model.get_optimizer)
+        trainer.train(callbacks=[], monitors=[], steps_per_epoch=3, max_epoch=1)
+        return job.weights(model)
+
+    hvd_trainer = HorovodTrainer(compression="fp16")
+    assert (hvd_trainer.rank, hvd_trainer.size, hvd_trainer.is_chief) == (0, 1, True)
+    for a, b in zip(train(hvd_trainer), train(SimpleTrainer())):
+        np.testing.assert_array_equal(a, b)
+
+
+@pytest.mark.parametrize("kwargs, error", [({"compression": "gzip"}, ValueError), ({"average": 1}, TypeError),
+                                           ({"stall_shutdown_s": 0}, ValueError)])
+def test_bad_arguments_are_clear_errors(kwargs, error):
+    with pytest.raises(error, match="HorovodTrainer"):
+        HorovodTrainer(**kwargs)
+
+
+def test_the_initial_broadcast_gives_every_rank_rank0s_weights(run):
+    # the ranks create their weights with different seeds; only the broadcast makes them equal
+    r0, r1 = rank_weights(run, 0), rank_weights(run, 1)
+    for a, b in zip(r0["init"], r1["init"]):
+        np.testing.assert_array_equal(a, b)
+
+
+def test_first_step_equals_a_single_process_step_on_both_batches(run):
+    """Rank r's first batch is batch r; with average=True the all-reduced step is SimpleTrainer's on
+    the 32 examples of batches 0 and 1 concatenated (equal per-rank batches), up to float32 rounding."""
+    r0 = rank_weights(run, 0)
+    batches = job.make_batches(BATCHES)
+    both = (np.concatenate([batches[0][0], batches[1][0]]), np.concatenate([batches[0][1], batches[1][1]]))
+    model = job.TinyClassifier()
+    trainer = SimpleTrainer()
+    trainer.setup_graph(model.get_input_signature(), FeedInput([both]), model.build_graph, model.get_optimizer)
+    for var, value in zip((model.fc.kernel, model.fc.bias), r0["init"]):
+        var.assign(value)
+    trainer.train(callbacks=[], monitors=[], steps_per_epoch=1, max_epoch=1)
+    expected = job.weights(model)
+    for got, want, init in zip(r0["step1"], expected, r0["init"]):
+        assert not np.allclose(want, init), "the reference step did not change the weights"
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+
+
+def test_weights_identical_on_both_ranks_after_training(run):
+    r0, r1 = rank_weights(run, 0), rank_weights(run, 1)
+    for a, b, init in zip(r0["final"], r1["final"], r0["init"]):
+        assert not np.allclose(a, init)
+        np.testing.assert_array_equal(a, b)
+    assert report(run, 0)["steps"] == report(run, 1)["steps"] == EPOCHS * BATCHES // 2
+
+
+def test_only_rank0_writes_checkpoints_and_stats(run):
+    logs = run / "logs"
+    r0, r1 = report(run, 0), report(run, 1)
+    # both ranks set the same logger directory; the trainer drops rank 1's file writers
+    assert {"JSONWriter", "TFEventWriter"} <= set(r0["monitors"])
+    assert not {"JSONWriter", "TFEventWriter"} & set(r1["monitors"])
+    assert "ModelSaver" in r0["callbacks"] and "ModelSaver" not in r1["callbacks"]
+    assert "BroadcastVariables" in r0["callbacks"] and "BroadcastVariables" in r1["callbacks"]
+    records = JSONWriter.load_existing_json(str(logs))
+    steps = [r["global_step"] for r in records]
+    assert steps == sorted(set(steps)), f"stats.jsonl has records from more than one writer: {steps}"
+    assert records[-1]["epoch_num"] == EPOCHS
+    assert len(list(logs.glob("events.out.tfevents.*"))) == 1
+    checkpoints = sorted(p.name for p in logs.glob("model-*.index"))
+    assert checkpoints == [f"model-{e * BATCHES // 2}.index" for e in range(1, EPOCHS + 1)]
+
+
+def test_checkpoint_of_the_2_process_run_restores_into_simple_trainer(run):
+    model = job.TinyClassifier()
+    trainer = SimpleTrainer()
+    trainer.setup_graph(model.get_input_signature(), FeedInput(job.make_batches(2)), model.build_graph,
+                        model.get_optimizer)
+    trainer.setup_callbacks([], [])
+    trainer.initialize(session_init=SaverRestore(tf.train.latest_checkpoint(str(run / "logs"))))
+    for got, want in zip(job.weights(model), rank_weights(run, 0)["final"]):
+        np.testing.assert_array_equal(got, want)
+    assert int(trainer.optimizer.iterations.numpy()) == EPOCHS * BATCHES // 2
+
+
+def test_a_killed_rank_makes_the_other_fail_within_a_bound(tmp_path):
+    start = time.monotonic()
+    proc = horovodrun(tmp_path, "--epochs", "100000", "--batches", str(BATCHES),
+                      "--kill-rank", "1", "--kill-step", "3", timeout=120)
+    assert proc.returncode != 0
+    killed = json.loads((tmp_path / "killed.json").read_text())
+    survivor = report(tmp_path, 0)
+    assert "error" in survivor, f"rank 0 ended without an error: {survivor}\n{proc.stdout[-3000:]}"
+    waited = survivor["error"]["time"] - killed["time"]
+    assert 0 <= waited < DEAD_RANK_BOUND_S, f"rank 0 failed {waited:.1f}s after rank 1 died"
+    assert survivor["steps"] < 100000 * BATCHES // 2
+    assert time.monotonic() - start < 120
+
+
+@pytest.mark.slow
+def test_a_hung_rank_makes_the_other_fail_after_the_gloo_timeout(tmp_path):
+    """A rank that stops (SIGSTOP) without dying: its peer's collectives time out after
+    ``--gloo-timeout-seconds`` and the peer fails; horovodrun then ends the job."""
+    proc = horovodrun(tmp_path, "--epochs", "100000", "--batches", str(BATCHES), "--kill-rank", "1",
+                      "--kill-step", "3", "--kill-signal", "STOP", gloo_timeout_s=HUNG_GLOO_TIMEOUT_S,
+                      timeout=120)
+    assert proc.returncode != 0
+    stopped = json.loads((tmp_path / "killed.json").read_text())
+    survivor = report(tmp_path, 0)
+    assert "error" in survivor, f"rank 0 ended without an error: {survivor}"
+    waited = survivor["error"]["time"] - stopped["time"]
+    assert HUNG_GLOO_TIMEOUT_S - 1 <= waited < HUNG_GLOO_TIMEOUT_S + DEAD_RANK_BOUND_S, (
+        f"rank 0 failed {waited:.1f}s after rank 1 hung (gloo timeout {HUNG_GLOO_TIMEOUT_S}s)")
