@@ -46,6 +46,7 @@ import tensorflow as tf
 from trainstack.callbacks import JSONWriter, TFEventWriter
 from trainstack.loop import Callback
 from trainstack.towers import SingleCostTrainer
+from trainstack.towers.replicated import create_variables_outside_function
 from trainstack.towers.trainer import TowerResult
 
 from .cluster import ClusterSpec
@@ -146,7 +147,8 @@ class DistributedTrainerReplicated(SingleCostTrainer):
         super().setup_graph(input_signature, input, get_cost_fn, get_opt_fn)
 
     def _build_variables(self) -> None:
-        with self.strategy.scope(), tf.variable_creator_scope(_create_outside_function):
+        with self.strategy.scope(), tf.variable_creator_scope(
+                create_variables_outside_function(type(self).__name__)):
             super()._build_variables()
         # the first tower was traced in cross-replica context, where the model read each
         # variable's local copy: train the mirrored variables themselves
@@ -242,19 +244,3 @@ def _container(variable: tf.Variable) -> tf.Variable:
     """The distributed variable a per-device copy belongs to (the variable itself otherwise)."""
     container = getattr(variable, "_distributed_container", None)
     return container() if callable(container) else variable
-
-
-def _create_outside_function(next_creator: Callable[..., Any], **kwargs: Any) -> Any:
-    """Create variables eagerly even while the first tower is traced: the strategy broadcasts
-    each initial value from worker 0, which it cannot do from inside a ``tf.function``."""
-    initial_value = kwargs.get("initial_value")
-    if callable(initial_value) or not tf.is_symbolic_tensor(initial_value):
-        with tf.init_scope():
-            return next_creator(**kwargs)
-    static = tf.get_static_value(initial_value)
-    if static is not None:
-        with tf.init_scope():
-            return next_creator(**{**kwargs, "initial_value": static})
-    raise ValueError(f"DistributedTrainerReplicated: variable {kwargs.get('name')!r} is created from a "
-                     "tensor computed inside the tower function; create it with an initializer (a "
-                     "Keras layer's add_weight, or tf.Variable(lambda: ...)) or before setup_graph")

@@ -51,9 +51,10 @@ from trainstack.inputs import TFDatasetInput, normalize_signature
 from trainstack.loop import Callback
 from trainstack.towers import SingleCostTrainer, TowerContext, TowerFunc
 from trainstack.towers.gradproc import check_optimizer, unwrap_optimizer
+from trainstack.towers.replicated import create_variables_outside_function
 
 from .cluster import ClusterSpec
-from .multiworker import _container, _create_outside_function
+from .multiworker import _container
 
 __all__ = ["DistributedTrainerParameterServer", "DistributedReplicatedTrainer", "run_server",
            "serve_unless_chief"]
@@ -183,7 +184,8 @@ class DistributedTrainerParameterServer(SingleCostTrainer):
             found[:] = tape.watched_variables()
             return cost
 
-        with self.strategy.scope(), tf.variable_creator_scope(_create_outside_function):
+        with self.strategy.scope(), tf.variable_creator_scope(
+                create_variables_outside_function(type(self).__name__)):
             tf.function(build, input_signature=list(signature)).get_concrete_function()
         self._trainable = [_container(v) for v in found if v.trainable]
         if not self._trainable:

@@ -151,7 +151,8 @@ class SyncMultiGPUTrainerReplicated(MultiGPUTrainerBase):
     def _variable_scope(self) -> Any:
         stack = contextlib.ExitStack()
         stack.enter_context(self.strategy.scope())
-        stack.enter_context(tf.variable_creator_scope(_create_outside_function))
+        stack.enter_context(tf.variable_creator_scope(
+            create_variables_outside_function(type(self).__name__)))
         return stack
 
     def _slot_scope(self) -> Any:
@@ -220,27 +221,33 @@ def _container(variable: tf.Variable) -> tf.Variable:
     return container() if callable(container) else variable
 
 
-def _create_outside_function(next_creator: Callable[..., Any], **kwargs: Any) -> Any:
-    """Create variables with an initializer eagerly even while a function is traced.
+def create_variables_outside_function(owner: str) -> Callable[..., Any]:
+    """A variable creator (for ``tf.variable_creator_scope``) that creates variables with an
+    initializer eagerly even while a function is traced.
 
-    MirroredStrategy initializes each copy from the first one, which it cannot do
-    for a variable created inside a ``tf.function`` (TensorFlow cannot lift such an
-    initializer out of the function); Keras layers create their variables from
-    initializer functions, which run as well outside.
+    A ``tf.distribute`` strategy initializes each copy from the first one (or from
+    worker 0), which it cannot do for a variable created inside a ``tf.function``
+    (TensorFlow cannot lift such an initializer out of the function); Keras layers
+    create their variables from initializer functions, which run as well outside.
+    ``owner`` (the trainer's name) goes into the error for a variable made from a
+    tensor computed in the tower function.
     """
-    initial_value = kwargs.get("initial_value")
-    if callable(initial_value) or not tf.is_symbolic_tensor(initial_value):
-        with tf.init_scope():
-            return next_creator(**kwargs)
-    static = tf.get_static_value(initial_value)
-    if static is not None:
-        with tf.init_scope():
-            return next_creator(**{**kwargs, "initial_value": static})
-    raise ValueError(
-        f"SyncMultiGPUTrainerReplicated: variable {kwargs.get('name')!r} is created from a tensor "
-        "computed inside the tower function, which MirroredStrategy cannot copy to every device. "
-        "Create it with an initializer (a Keras layer's add_weight, or "
-        "tf.Variable(lambda: ...)) or before setup_graph")
+    def create(next_creator: Callable[..., Any], **kwargs: Any) -> Any:
+        initial_value = kwargs.get("initial_value")
+        if callable(initial_value) or not tf.is_symbolic_tensor(initial_value):
+            with tf.init_scope():
+                return next_creator(**kwargs)
+        static = tf.get_static_value(initial_value)
+        if static is not None:
+            with tf.init_scope():
+                return next_creator(**{**kwargs, "initial_value": static})
+        raise ValueError(
+            f"{owner}: variable {kwargs.get('name')!r} is created from a tensor computed inside the "
+            "tower function, which a tf.distribute strategy cannot copy to every replica. Create it "
+            "with an initializer (a Keras layer's add_weight, or tf.Variable(lambda: ...)) or before "
+            "setup_graph")
+
+    return create
 
 
 class SyncReplicas(Callback):
