@@ -21,8 +21,7 @@ import tensorflow as tf
 import tqdm
 
 from trainstack.callbacks import summary_collection_scope
-from trainstack.inputs import FeedfreeInput, InputError
-from trainstack.loop import Callbacks
+from trainstack.inputs import FeedfreeInput
 
 from .devices import check_devices, resolve_devices
 from .inference import Inferencer
@@ -63,25 +62,7 @@ class DataParallelInferenceRunner(InferenceRunner):
     # -- setup ----------------------------------------------------------------------------------
     def _setup_graph(self) -> None:
         check_devices(self.devices, self.name)
-        tower_func = self.tower_func
-        self._claim(f"tower {self.tower_name!r}", "pass a different tower_name= to each InferenceRunner")
-        for inf in self.infs:
-            for stat in inf.stat_names() or ():
-                self._claim_stat(stat, inf)
-        source = self.input
-        if source.is_setup:
-            raise InputError(f"{self.name}: its input {source.name} is already set up (used by the "
-                             "trainer or another runner); give each InferenceRunner its own input")
-        source.setup(tower_func.input_signature, num_towers=self.num_towers)
-        try:
-            self._size = source.size()
-        except InputError as e:
-            raise InputError(f"{self.name} runs size() batches per pass and needs an input that knows "
-                             f"its size: {e}") from e
-        self._input_callbacks = Callbacks(source.get_callbacks())
-        self._input_callbacks.setup_graph(self.trainer)
-        for inf in self.infs:
-            inf.setup_graph(self.trainer)
+        self._setup_input_and_inferencers(self.num_towers)
         logger.info("%s: building %d inference towers on %s ...", self.name, self.num_towers,
                     ", ".join(self.devices))
         self._infer_all = self._make_step(self.num_towers)

@@ -128,25 +128,8 @@ class InferenceRunner(Callback):
 
     # -- setup ----------------------------------------------------------------------------------
     def _setup_graph(self) -> None:
-        tower_func = self.tower_func
-        self._claim(f"tower {self.tower_name!r}", "pass a different tower_name= to each InferenceRunner")
-        for inf in self.infs:
-            for stat in inf.stat_names() or ():
-                self._claim_stat(stat, inf)
-        source = self.input
-        if source.is_setup:
-            raise InputError(f"{self.name}: its input {source.name} is already set up (used by the "
-                             "trainer or another runner); give each InferenceRunner its own input")
-        source.setup(tower_func.input_signature, num_towers=1)
-        try:
-            self._size = source.size()
-        except InputError as e:
-            raise InputError(f"{self.name} runs size() batches per pass and needs an input that knows "
-                             f"its size: {e}") from e
-        self._input_callbacks = Callbacks(source.get_callbacks())
-        self._input_callbacks.setup_graph(self.trainer)
-        for inf in self.infs:
-            inf.setup_graph(self.trainer)
+        self._setup_input_and_inferencers(num_towers=1)
+        source, tower_func = self.input, self.tower_func
         fetches = [inf.get_fetches() for inf in self.infs]
         device = self._device
 
@@ -168,6 +151,28 @@ class InferenceRunner(Callback):
         logger.info("%s: building the inference tower %r%s ...", self.name, self.tower_name,
                     f" on {device}" if device else "")
         self._infer.get_concrete_function()  # trace now: a bad name or a new variable fails here
+
+    def _setup_input_and_inferencers(self, num_towers: int) -> None:
+        """Claim this runner's tower and statistic names, set up its input for ``num_towers``
+        towers (and the input's callbacks, which this runner drives) and the inferencers."""
+        self._claim(f"tower {self.tower_name!r}", "pass a different tower_name= to each InferenceRunner")
+        for inf in self.infs:
+            for stat in inf.stat_names() or ():
+                self._claim_stat(stat, inf)
+        source = self.input
+        if source.is_setup:
+            raise InputError(f"{self.name}: its input {source.name} is already set up (used by the "
+                             "trainer or another runner); give each InferenceRunner its own input")
+        source.setup(self.tower_func.input_signature, num_towers=num_towers)
+        try:
+            self._size = source.size()
+        except InputError as e:
+            raise InputError(f"{self.name} runs size() batches per pass and needs an input that knows "
+                             f"its size: {e}") from e
+        self._input_callbacks = Callbacks(source.get_callbacks())
+        self._input_callbacks.setup_graph(self.trainer)
+        for inf in self.infs:
+            inf.setup_graph(self.trainer)
 
     def _claim(self, key: str, hint: str, owner: Any = None, label: str | None = None) -> None:
         """Reserve ``key`` on this trainer for ``owner`` (default: this runner); a clash is an error."""
