@@ -50,7 +50,8 @@ def main() -> None:
                 .batch(BATCH, drop_remainder=True))
 
     model = Classifier()
-    set_logger_dir(args.out, action="d")
+    if spec.task_type == "chief":  # in the --legacy form every task gets here; only the chief logs
+        set_logger_dir(args.out, action="d")
     if args.legacy:
         config = TrainConfig(model=model, data=TFDatasetInput(dataset_fn()), callbacks=[ModelSaver()],
                              steps_per_epoch=args.steps, max_epoch=args.epochs)
