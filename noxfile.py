@@ -24,8 +24,10 @@ TEST_TOOLS = ["pytest>=8", "pytest-xdist>=3"]
 # third-party packages only the tests need, per layer
 TEST_EXTRAS = {"callbacks": ["tensorboard"], "towers": ["scikit-learn>=1.3"]}
 
-# horovod: builds Horovod once per machine (~7 min on 2 cores, cached in ~/.cache/trainstack), then ~4 min a run
-nox.options.sessions = ["layering", *LAYERS, "all", "wheels", "horovod"]
+# `nox -s horovod` builds Horovod once per machine (~3-7 min on 2 cores, cached in ~/.cache/trainstack),
+# then runs tests/distributed with it. Not a default session yet: its killed-rank test is racy (horovodrun
+# can kill rank 0 before rank 0 records its error), see issue 7's note.
+nox.options.sessions = ["layering", *LAYERS, "all", "wheels"]
 nox.options.reuse_existing_virtualenvs = True
 
 
