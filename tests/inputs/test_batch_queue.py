@@ -1,13 +1,12 @@
 """BatchQueueInput: single examples in, batches of batch_size out (dequeue_many per tower)."""
 from __future__ import annotations
 
-import threading
 
 import numpy as np
 import pytest
 import tensorflow as tf
 
-from trainstack.inputs import BatchQueueInput, InputError, InputReader, InputSignatureError
+from trainstack.inputs import BatchQueueInput, InputError, InputSignatureError
 from trainstack.loop import MonitorBase
 
 SIG = [tf.TensorSpec([None, 3], tf.float32, name="x"), tf.TensorSpec([None], tf.int32, name="y")]
@@ -22,45 +21,26 @@ def label_batches(batches) -> list[list[list[int]]]:
     return [[tower[1].tolist() for tower in step] for step in batches]
 
 
-def read(source, towers=1, deadline=30.0, **kwargs):
-    """InputReader.read in a thread, so that a hang fails the test instead of blocking it."""
-    reader = InputReader(source, SIG, num_towers=towers)
-    out: dict = {}
-
-    def target():
-        try:
-            out["batches"] = reader.read(**kwargs)
-        except BaseException as e:  # noqa: BLE001
-            out["error"] = e
-
-    thread = threading.Thread(target=target, daemon=True)
-    thread.start()
-    thread.join(deadline)
-    assert not thread.is_alive(), "reading did not end in time"
-    if "error" in out:
-        raise out["error"]
-    return reader, out["batches"]
-
-
-def test_examples_are_batched_intact_in_order_one_pass_per_epoch():
+def test_examples_are_batched_intact_in_order_one_pass_per_epoch(read_input):
     source = BatchQueueInput(examples(12), batch_size=4)
     assert source.size() == 3
-    reader, batches = read(source, max_epoch=3)
+    reader, batches = read_input(source, SIG, max_epoch=3)
     assert label_batches(batches) == [[[0, 1, 2, 3]], [[4, 5, 6, 7]], [[8, 9, 10, 11]]] * 3
     np.testing.assert_array_equal(batches[1][0][0], np.stack([x for x, _ in examples(12)[4:8]]))
     assert batches[0][0][0].shape == (4, 3)
     assert reader.global_step == 9
 
 
-def test_two_towers_each_dequeue_their_own_batch():
-    _, batches = read(BatchQueueInput(examples(12), batch_size=3), towers=2, steps_per_epoch=2, max_epoch=2)
+def test_two_towers_each_dequeue_their_own_batch(read_input):
+    _, batches = read_input(BatchQueueInput(examples(12), batch_size=3), SIG, towers=2, steps_per_epoch=2,
+                              max_epoch=2)
     assert label_batches(batches) == [[[0, 1, 2], [3, 4, 5]], [[6, 7, 8], [9, 10, 11]]] * 2
 
 
-def test_batches_span_passes_when_the_length_is_not_a_multiple():
+def test_batches_span_passes_when_the_length_is_not_a_multiple(read_input):
     source = BatchQueueInput(examples(10), batch_size=4)
     assert source.size() == 2
-    _, batches = read(source, steps_per_epoch=3)
+    _, batches = read_input(source, SIG, steps_per_epoch=3)
     assert label_batches(batches) == [[[0, 1, 2, 3]], [[4, 5, 6, 7]], [[8, 9, 0, 1]]]
 
 
@@ -91,11 +71,11 @@ def test_specs_the_queue_cannot_batch_are_refused(spec, match):
         BatchQueueInput(examples(4), batch_size=2).setup([spec, SIG[1]])
 
 
-def test_a_batched_datapoint_is_refused_as_an_example():
+def test_a_batched_datapoint_is_refused_as_an_example(read_input):
     data = examples(6)
     data[2] = (np.ones([2, 3], "float32"), np.int32(2))  # an already batched x
     with pytest.raises(InputSignatureError, match=r"\(one example\): input 'x' expects .*shape \(3,\)"):
-        read(BatchQueueInput(data, batch_size=2), steps_per_epoch=3)
+        read_input(BatchQueueInput(data, batch_size=2), SIG, steps_per_epoch=3)
 
 
 def test_fewer_examples_than_a_batch_has_no_size():
@@ -110,7 +90,7 @@ def test_queue_size_defaults_to_four_steps_of_every_tower():
     assert source.queue.size().numpy() == 0
 
 
-def test_queue_fill_is_reported_each_epoch():
+def test_queue_fill_is_reported_each_epoch(read_input):
     class Recorder(MonitorBase):
         def __init__(self):
             self.values = []
@@ -121,7 +101,7 @@ def test_queue_fill_is_reported_each_epoch():
 
     recorder = Recorder()
     # a queue smaller than an epoch: the thread must enqueue during every epoch
-    read(BatchQueueInput(examples(8), batch_size=2, queue_size=2), max_epoch=2, monitors=[recorder])
+    read_input(BatchQueueInput(examples(8), batch_size=2, queue_size=2), SIG, max_epoch=2, monitors=[recorder])
     assert [step for step, _ in recorder.values] == [4, 8]
     assert all(0 <= v <= 2 for _, v in recorder.values)
 

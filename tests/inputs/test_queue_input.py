@@ -31,30 +31,11 @@ class ScalarRecorder(MonitorBase):
         self.scalars.append((name, value, self.global_step))
 
 
-def run_with_deadline(fn, seconds: float = 30.0):
-    """Run ``fn`` in a thread; fail the test (not hang) if it does not end in time."""
-    result: dict = {}
-
-    def target():
-        try:
-            result["value"] = fn()
-        except BaseException as e:  # noqa: BLE001 - handed to the test
-            result["error"] = e
-
-    thread = threading.Thread(target=target, daemon=True)
-    thread.start()
-    thread.join(seconds)
-    assert not thread.is_alive(), f"training did not end within {seconds} s"
-    if "error" in result:
-        raise result["error"]
-    return result["value"]
-
-
 def enqueue_threads() -> list[threading.Thread]:
     return [t for t in threading.enumerate() if t.name.endswith("-enqueue") and t.is_alive()]
 
 
-def test_values_in_order_over_three_epochs_each_one_pass():
+def test_values_in_order_over_three_epochs_each_one_pass(run_with_deadline):
     data = make_data(4)
     source = QueueInput(data, queue_size=3)
     reader = InputReader(source, SIG)
@@ -65,7 +46,7 @@ def test_values_in_order_over_three_epochs_each_one_pass():
         np.testing.assert_array_equal(step[0][0], x)
 
 
-def test_two_towers_get_distinct_batches():
+def test_two_towers_get_distinct_batches(run_with_deadline):
     source = QueueInput(make_data(6))
     batches = run_with_deadline(lambda: InputReader(source, SIG, num_towers=2).read(steps_per_epoch=3,
                                                                                     max_epoch=2))
@@ -74,7 +55,7 @@ def test_two_towers_get_distinct_batches():
     assert seen == [[0, 1], [2, 3], [4, 5]] * 2
 
 
-def test_queue_size_is_reported_to_the_monitors_each_epoch():
+def test_queue_size_is_reported_to_the_monitors_each_epoch(run_with_deadline):
     recorder = ScalarRecorder()
     # a queue much smaller than an epoch: the thread must enqueue during every epoch
     source = QueueInput(make_data(6), queue_size=2)
@@ -86,7 +67,7 @@ def test_queue_size_is_reported_to_the_monitors_each_epoch():
     assert reader.monitors.get_history("QueueInput/queue_size") == [v for v, _ in reported]
 
 
-def test_a_bad_datapoint_in_the_thread_stops_training_with_a_signature_error():
+def test_a_bad_datapoint_in_the_thread_stops_training_with_a_signature_error(run_with_deadline):
     data = make_data(5)
     data[3] = (data[3][0], np.ones([2], "float32"))  # float labels: not convertible to int64
     source = QueueInput(data, queue_size=2)
@@ -98,7 +79,7 @@ def test_a_bad_datapoint_in_the_thread_stops_training_with_a_signature_error():
     assert not enqueue_threads()
 
 
-def test_a_wrong_shape_from_the_thread_is_named_too():
+def test_a_wrong_shape_from_the_thread_is_named_too(run_with_deadline):
     data = make_data(3)
     data[1] = (np.ones([2, 5], "float32"), data[1][1])
     reader = InputReader(QueueInput(data), SIG)
@@ -106,14 +87,14 @@ def test_a_wrong_shape_from_the_thread_is_named_too():
         run_with_deadline(lambda: reader.read(steps_per_epoch=4))
 
 
-def test_the_enqueue_thread_is_gone_after_training():
+def test_the_enqueue_thread_is_gone_after_training(run_with_deadline):
     source = QueueInput(make_data(3), queue_size=2)
     run_with_deadline(lambda: InputReader(source, SIG).read(max_epoch=2))
     assert source._thread is None
     assert not enqueue_threads()
 
 
-def test_dataflow_shorter_than_an_epoch_is_reiterated():
+def test_dataflow_shorter_than_an_epoch_is_reiterated(run_with_deadline):
     batches = run_with_deadline(lambda: InputReader(QueueInput(make_data(2)), SIG).read(steps_per_epoch=5))
     assert labels(batches) == [[0], [1], [0], [1], [0]]
 

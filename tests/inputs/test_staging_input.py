@@ -1,13 +1,12 @@
 """StagingInput: batches staged in per-tower device buffers, one step ahead."""
 from __future__ import annotations
 
-import threading
 
 import numpy as np
 import pytest
 import tensorflow as tf
 
-from trainstack.inputs import (FeedInput, InputReader, QueueInput, StagingInput, TensorInput,
+from trainstack.inputs import (FeedInput, QueueInput, StagingInput, TensorInput,
                                TFDatasetInput)
 from trainstack.loop import MonitorBase
 
@@ -22,26 +21,6 @@ def labels(batches) -> list[list[int]]:
     return [[int(tower[1][0]) for tower in step] for step in batches]
 
 
-def read(source, towers=1, deadline=30.0, **kwargs):
-    """InputReader.read in a thread, so that a hang fails the test instead of blocking it."""
-    reader = InputReader(source, SIG, num_towers=towers)
-    out: dict = {}
-
-    def target():
-        try:
-            out["batches"] = reader.read(**kwargs)
-        except BaseException as e:  # noqa: BLE001
-            out["error"] = e
-
-    thread = threading.Thread(target=target, daemon=True)
-    thread.start()
-    thread.join(deadline)
-    assert not thread.is_alive(), "reading did not end in time"
-    if "error" in out:
-        raise out["error"]
-    return reader, out["batches"]
-
-
 class Recorder(MonitorBase):
     def __init__(self):
         self.names = []
@@ -51,12 +30,12 @@ class Recorder(MonitorBase):
 
 
 @pytest.mark.parametrize("nr_stage", [1, 2])
-def test_batches_intact_in_order_each_epoch_one_pass(nr_stage):
+def test_batches_intact_in_order_each_epoch_one_pass(nr_stage, read_input):
     data = make_data(5)
     inner = QueueInput(data, queue_size=2)
     source = StagingInput(inner, nr_stage=nr_stage)
     recorder = Recorder()
-    reader, batches = read(source, max_epoch=3, monitors=[recorder])
+    reader, batches = read_input(source, SIG, max_epoch=3, monitors=[recorder])
     assert source.size() == 5
     assert labels(batches) == [[i] for i in range(5)] * 3
     for step, (x, _) in zip(batches, data * 3):
@@ -67,11 +46,11 @@ def test_batches_intact_in_order_each_epoch_one_pass(nr_stage):
     assert len(source.buffers[0]) == nr_stage  # one set of buffers, although the step traced twice
 
 
-def test_two_towers_get_distinct_batches_each_in_order():
+def test_two_towers_get_distinct_batches_each_in_order(read_input):
     inner = TFDatasetInput(tf.data.Dataset.from_tensor_slices(
         (np.repeat(np.arange(8, dtype="float32")[:, None, None], 2, 2), np.arange(8)[:, None])).batch(1).unbatch())
     source = StagingInput(inner)
-    _, batches = read(source, towers=2, steps_per_epoch=4, max_epoch=2)
+    _, batches = read_input(source, SIG, towers=2, steps_per_epoch=4, max_epoch=2)
     seen = labels(batches)
     assert all(t0 != t1 for t0, t1 in seen)
     # every batch reaches exactly one tower; each tower sees its batches in order
@@ -82,17 +61,17 @@ def test_two_towers_get_distinct_batches_each_in_order():
         assert column == sorted(column)
 
 
-def test_order_with_three_stages_on_a_dataset():
+def test_order_with_three_stages_on_a_dataset(read_input):
     ds = tf.data.Dataset.from_tensor_slices(
         (np.zeros([6, 1, 2], "float32"), np.arange(6)[:, None]))
-    _, batches = read(StagingInput(TFDatasetInput(ds), nr_stage=3), steps_per_epoch=6, max_epoch=2)
+    _, batches = read_input(StagingInput(TFDatasetInput(ds), nr_stage=3), SIG, steps_per_epoch=6, max_epoch=2)
     assert labels(batches) == [[i] for i in range(6)] * 2
 
 
-def test_buffers_are_reused_by_a_later_trace_and_nothing_is_lost():
+def test_buffers_are_reused_by_a_later_trace_and_nothing_is_lost(read_input):
     ds = tf.data.Dataset.from_tensor_slices((np.zeros([6, 1, 2], "float32"), np.arange(6)[:, None]))
     source = StagingInput(TFDatasetInput(ds))
-    _, batches = read(source, steps_per_epoch=2)
+    _, batches = read_input(source, SIG, steps_per_epoch=2)
     assert labels(batches) == [[0], [1]]
     buffers = source.buffers[0]
 
