@@ -373,6 +373,10 @@ def test_trainer_without_checkpoint_objects():
     wrong = type("Wrong", (), {"checkpoint_objects": {"x": np.zeros(2)}})()
     with pytest.raises(TypeError, match=r"checkpoint_objects\['x'\] is ndarray"):
         DictRestore({"x": 1}).init(wrong)
+    # the same checks as the savers (one helper): a key the savers reserve is refused here too
+    reserved = type("Reserved", (), {"checkpoint_objects": {"loop_state": tf.Variable(0.0)}})()
+    with pytest.raises(ValueError, match="'loop_state' is reserved"):
+        DictRestore({"x": 1}).init(reserved)
 
 
 def test_custom_session_init_subclass():

@@ -13,7 +13,7 @@ from .printer import ScalarPrinter
 from .profiler import GraphProfiler
 from .progress import ProgressBar
 from .proxy import CallbackFactory, ProxyCallback
-from .saver import MaxSaver, MinSaver, ModelSaver, load_loop_state, restore_loop_state
+from .saver import MaxSaver, MinSaver, ModelSaver, checkpoint_objects_of, load_loop_state, restore_loop_state
 from .stopping import EarlyStopping, TerminateOnNaN
 from .summary import (MergeAllSummaries, MovingAverageSummary, SimpleMovingAverage,
                       SummaryCollection, add_moving_summary, add_tensor_summary,
@@ -32,7 +32,7 @@ __all__ = [
     # progress, time, stopping
     "ProgressBar", "EstimatedTimeLeft", "ThroughputTracker", "TerminateOnNaN", "EarlyStopping",
     # checkpoints
-    "ModelSaver", "MinSaver", "MaxSaver", "load_loop_state", "restore_loop_state",
+    "ModelSaver", "MinSaver", "MaxSaver", "checkpoint_objects_of", "load_loop_state", "restore_loop_state",
     # hyperparameters
     "HyperParam", "TFVariableParam", "GraphVarParam", "OptimizerParam", "ObjAttrParam", "NamedParam",
     "HyperParamSetter", "ScheduledHyperParamSetter", "HyperParamSetterWithFunc",

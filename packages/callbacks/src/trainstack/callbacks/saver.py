@@ -59,15 +59,17 @@ _SAVE_ERRORS = (OSError, tf.errors.PermissionDeniedError, tf.errors.ResourceExha
 
 
 # -- helpers shared by the savers -------------------------------------------------------------
-def _checkpoint_objects(trainer: Trainer, who: str) -> dict[str, Any]:
-    """The trainer's ``checkpoint_objects``, checked."""
+def checkpoint_objects_of(trainer: Any, who: str) -> dict[str, Any]:
+    """``trainer.checkpoint_objects`` (name -> tf.Variable, tf.Module or Keras object), checked: what
+    every checkpoint of a trainer holds. ``who`` (the caller's name) opens every error message."""
     try:
         objects = trainer.checkpoint_objects
     except AttributeError as e:
         raise AttributeError(
             f"{who} needs trainer.checkpoint_objects (a dict name -> tf.Variable, tf.Module or "
             f"Keras model/optimizer, listing what a checkpoint holds); "
-            f"{type(trainer).__name__} has none") from e
+            f"{type(trainer).__name__} has none, or not yet: trainers have them once their graph "
+            f"is built ({e})") from e
     if not isinstance(objects, Mapping) or not objects:
         raise TypeError(f"{who}: {type(trainer).__name__}.checkpoint_objects must be a non-empty "
                         f"dict name -> trackable, got {objects!r}")
@@ -185,7 +187,7 @@ class ModelSaver(Callback):
 
     def _setup_graph(self) -> None:
         self.checkpoint_dir = _resolve_dir(self._checkpoint_dir_arg, self.name)
-        objects = _checkpoint_objects(self.trainer, self.name)
+        objects = checkpoint_objects_of(self.trainer, self.name)
         self._loop_state = _loop_state_module(self.trainer.loop.state_dict())
         self.checkpoint = tf.train.Checkpoint(**objects, **{LOOP_STATE_KEY: self._loop_state})
         self.manager = tf.train.CheckpointManager(
@@ -250,7 +252,7 @@ class MinSaver(Callback):
     def _setup_graph(self) -> None:
         base = _resolve_dir(self._checkpoint_dir_arg, self.name)
         self.directory = os.path.join(base, self.filename)
-        objects = _checkpoint_objects(self.trainer, self.name)
+        objects = checkpoint_objects_of(self.trainer, self.name)
         self._loop_state = _loop_state_module(self.trainer.loop.state_dict())
         with tf.device("CPU:0"):
             self._best_stat = tf.Variable(math.nan, dtype=tf.float64, trainable=False, name=_BEST_STAT_KEY)

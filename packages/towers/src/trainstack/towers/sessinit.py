@@ -33,6 +33,7 @@ import numpy as np
 import tensorflow as tf
 from tensorflow.core.protobuf import trackable_object_graph_pb2
 
+from trainstack.callbacks import checkpoint_objects_of
 from trainstack.callbacks.saver import LOOP_STATE_KEY
 
 __all__ = ["InitReport", "SessionInit", "JustCurrentSession", "CheckpointInit", "SaverRestore",
@@ -131,27 +132,6 @@ class ChainInit(SessionInit):
 
 
 # -- walking the objects -----------------------------------------------------------------------------
-def _checkpoint_objects(trainer: Any, who: str) -> dict[str, Any]:
-    """``trainer.checkpoint_objects``, checked."""
-    try:
-        objects = trainer.checkpoint_objects
-    except AttributeError as e:
-        raise AttributeError(
-            f"{who} sets the variables listed in trainer.checkpoint_objects (a dict name -> "
-            f"tf.Variable, tf.Module or Keras object); {type(trainer).__name__} has none, or not "
-            f"yet: initialize after the trainer built its graph ({e})") from e
-    if not isinstance(objects, Mapping) or not objects:
-        raise TypeError(f"{who}: {type(trainer).__name__}.checkpoint_objects must be a non-empty dict "
-                        f"name -> trackable, got {objects!r}")
-    for key, obj in objects.items():
-        if not isinstance(key, str) or not key:
-            raise TypeError(f"{who}: checkpoint_objects keys must be non-empty strings, got {key!r}")
-        if not isinstance(obj, tf.__internal__.tracking.Trackable):
-            raise TypeError(f"{who}: checkpoint_objects[{key!r}] is {type(obj).__name__}; expected a "
-                            "tf.Variable, tf.Module or Keras object")
-    return dict(objects)
-
-
 def _is_variable(obj: Any) -> bool:
     return isinstance(obj, (tf.Variable, keras.Variable))
 
@@ -323,7 +303,7 @@ class CheckpointInit(SessionInit):
         return f"{type(self).__name__}({self.path!r})"
 
     def _run_init(self, trainer: Any) -> InitReport:
-        objects = _checkpoint_objects(trainer, repr(self))
+        objects = checkpoint_objects_of(trainer, repr(self))
         objects = {k: v for k, v in objects.items() if k not in _SAVER_KEYS}
         reader = tf.train.load_checkpoint(self.path)
         graph = _read_object_graph(reader, self.path)
@@ -437,7 +417,7 @@ class DictRestore(SessionInit):
         return f"DictRestore(<{len(self._values)} arrays>)"
 
     def _run_init(self, trainer: Any) -> InitReport:
-        variables = _variables(_checkpoint_objects(trainer, repr(self)))
+        variables = _variables(checkpoint_objects_of(trainer, repr(self)))
         # paths first; a tf.Variable's own name only when no path matches (Keras names repeat: "kernel")
         by_path: dict[str, dict[int, tuple[str, Any]]] = collections.defaultdict(dict)
         by_name: dict[str, dict[int, tuple[str, Any]]] = collections.defaultdict(dict)
