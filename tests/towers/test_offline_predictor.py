@@ -65,7 +65,7 @@ def test_offline_predictor_in_a_new_process_matches_get_predictor(trained, class
     np.testing.assert_allclose(result["logits_x"], logits_x, rtol=1e-6, atol=1e-6)
     # the optimizer's values in the checkpoint are expected to be unused: said once, not warned
     assert "Restored 2 variables" in proc.stdout
-    assert "not needed for inference" in proc.stdout
+    assert "not needed by OfflinePredictor (optimizer)" in proc.stdout
     assert "WARNING" not in proc.stdout, proc.stdout
 
     # and the restore is what made them equal: an unrestored model predicts something else

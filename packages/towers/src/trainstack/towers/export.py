@@ -44,7 +44,7 @@ class _Servable(tf.Module):
     def __init__(self, predictor: OfflinePredictor) -> None:
         super().__init__(name="servable")
         self.model = predictor.checkpoint_objects["model"]
-        predict = predictor._fn  # the predictor's traced tf.function (selected inputs -> outputs list)
+        predict = predictor.tf_function
         output_names = list(predictor.output_names)
 
         def serve(*inputs: tf.Tensor) -> dict[str, tf.Tensor]:
@@ -107,7 +107,7 @@ class ModelExporter:
         from tensorflow.python.framework.convert_to_constants import convert_variables_to_constants_v2
 
         predictor = OfflinePredictor(self.config)
-        predict = predictor._fn
+        predict = predictor.tf_function
         node_names = [name[:-2] if name.endswith(":0") else name for name in predictor.output_names]
 
         made: list[str] = []

@@ -20,7 +20,6 @@ model under the key ``model`` (the tower function's
 """
 from __future__ import annotations
 
-import logging
 from typing import Any, Callable, Sequence
 
 import tensorflow as tf
@@ -28,19 +27,14 @@ import tensorflow as tf
 from .model_desc import ModelDescBase
 from .predictor import OnlinePredictor
 from .runtime import reject_session_args
-from .sessinit import ChainInit, CheckpointInit, SessionInit, SmartInit
+from .sessinit import SessionInit, SmartInit
 from .tower import TowerFunc
 
 __all__ = ["PredictConfig", "OfflinePredictor"]
 
-logger = logging.getLogger("trainstack.towers")
-
 #: The name of an offline predictor's tower. (tensorpack's was "", no name scope: in TF 2 a tower's
 #: tensors are looked up through its handle, and a name gives clearer lookup errors.)
 PREDICT_TOWER = "predict_tower"
-
-#: The checkpoint key of the trainers' optimizer: training state a predictor does not need.
-_TRAINING_ONLY_KEYS = ("optimizer",)
 
 
 def _name_list(arg: str, names: Any, allow_empty: bool = False) -> list[str]:
@@ -146,7 +140,10 @@ class OfflinePredictor(OnlinePredictor):
         self.return_input = config.return_input
         super().__init__(config.tower_func, config.input_names, config.output_names,
                          tower_name=PREDICT_TOWER)
-        _initialize(config.session_init, self)
+        config.session_init.init(self)
+
+    #: the trainers' checkpoints also hold the optimizer: training state a predictor leaves unused
+    checkpoint_keys_not_needed = ("optimizer",)
 
     @property
     def checkpoint_objects(self) -> dict[str, Any]:
@@ -159,24 +156,3 @@ class OfflinePredictor(OnlinePredictor):
 
     def __repr__(self) -> str:
         return f"OfflinePredictor({self.config!r})"
-
-
-def _initialize(init: SessionInit, predictor: OfflinePredictor) -> None:
-    """Run ``init`` on ``predictor``; checkpoint values of the training state (the optimizer's)
-    are expected to be unused and reported once at INFO level, not as warnings."""
-    if isinstance(init, ChainInit):
-        for sub in init.inits:
-            _initialize(sub, predictor)
-        return
-    if not isinstance(init, CheckpointInit):
-        init.init(predictor)
-        return
-    logger.info("Initializing the predictor's variables with %r ...", init)
-    report = init._run_init(predictor)
-    training_only = [k for k in report.unused if k.split("/", 1)[0] in _TRAINING_ONLY_KEYS]
-    report.unused = [k for k in report.unused if k not in training_only]
-    init.report = report
-    report.log()
-    if training_only:
-        logger.info("%d values of the training state (%s) in %s are not needed for inference.",
-                    len(training_only), ", ".join(_TRAINING_ONLY_KEYS), init.path)

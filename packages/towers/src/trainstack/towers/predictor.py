@@ -93,6 +93,12 @@ class OnlinePredictor:
             self._fn = tf.function(predict, input_signature=list(self.input_signature))
             self._fn.get_concrete_function()  # build now: a bad name or a new variable fails here
 
+    @property
+    def tf_function(self) -> Any:
+        """The traced ``tf.function``: the input tensors (in ``input_names`` order) -> the list of
+        output tensors. For composing the predictor into other functions (e.g. an export)."""
+        return self._fn
+
     def _plan_fillers(self, signature: Sequence[tf.TensorSpec]) -> dict[str, Any]:
         has_batch = any(s.shape.rank for s in self.input_signature)
         fillers = {}

@@ -66,6 +66,18 @@ class InitReport:
     #: matched but deliberately left as they were (``ignore=``, or a shape mismatch with
     #: ``ignore_mismatch=True``)
     skipped: list[str] = dataclasses.field(default_factory=list)
+    #: values under checkpoint keys the trainer says it does not need (its
+    #: ``checkpoint_keys_not_needed``, e.g. a predictor's ``("optimizer",)``): reported, not warned
+    not_needed: list[str] = dataclasses.field(default_factory=list)
+    #: who did not need them (the trainer's class name)
+    not_needed_by: str = ""
+
+    def set_aside(self, keys: Sequence[str], by: str) -> None:
+        """Move the unused values under the top-level checkpoint ``keys`` to ``not_needed``."""
+        self.not_needed_by = by
+        aside = [k for k in self.unused if k.split("/", 1)[0] in keys]
+        self.unused = [k for k in self.unused if k not in aside]
+        self.not_needed.extend(aside)
 
     def log(self) -> None:
         logger.info("Restored %d variables from %s.", len(self.restored), self.source)
@@ -78,13 +90,19 @@ class InitReport:
         if self.skipped:
             logger.info("Not restored from %s (ignored or mismatched): %s", self.source,
                         ", ".join(self.skipped))
+        if self.not_needed:
+            logger.info("%d values in %s are not needed by %s (%s) and were not used.", len(self.not_needed),
+                        self.source, self.not_needed_by,
+                        ", ".join(sorted({k.split("/", 1)[0] for k in self.not_needed})))
 
 
 class SessionInit(abc.ABC):
     """Base class: sets the variables of a trainer; subclasses implement ``_run_init``.
 
     ``init(trainer)`` runs once the trainer's graph is built; ``trainer`` is anything with
-    ``checkpoint_objects`` (a dict name -> tf.Variable, tf.Module or Keras object).
+    ``checkpoint_objects`` (a dict name -> tf.Variable, tf.Module or Keras object), and
+    optionally ``checkpoint_keys_not_needed``: top-level checkpoint keys whose values it
+    expects to leave unused (reported at INFO level instead of warned about).
     """
 
     #: the report of the last ``init`` (None before, and for initializers that restore nothing)
@@ -95,6 +113,7 @@ class SessionInit(abc.ABC):
         logger.info("Initializing variables with %r ...", self)
         self.report = self._run_init(trainer)
         if self.report is not None:
+            self.report.set_aside(getattr(trainer, "checkpoint_keys_not_needed", ()), type(trainer).__name__)
             self.report.log()
 
     @abc.abstractmethod
