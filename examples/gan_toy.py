@@ -167,11 +167,7 @@ class GANTrainer(TowerTrainer):
 
     def __init__(self, model: ToyGAN, input: InputSource):
         super().__init__()
-        signature = model.get_input_signature()
-        input.setup(signature)
-        for cb in input.get_callbacks():
-            self.register_callback(cb)
-        self._input = input
+        signature = self.setup_input(model.get_input_signature(), input)
         self.model = model
         self.tower_func = TowerFunc(model.build_graph, signature)
         self.d_optimizer, self.g_optimizer = model.optimizers()

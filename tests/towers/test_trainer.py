@@ -9,7 +9,7 @@ from trainstack.callbacks import ProcessTensors
 from trainstack.inputs import FeedInput, InputSignatureError, QueueInput
 from trainstack.loop import Callback
 from trainstack.towers import (NoOpTrainer, QueueInputTrainer, RetraceError, SimpleTrainer,
-                               SingleCostTrainer, TracedStep)
+                               SingleCostTrainer, TowerTrainer, TracedStep)
 
 
 def train_costs(trainer, steps=10, epochs=3, callbacks=()):
@@ -209,3 +209,21 @@ def test_queue_input_running_out_stops_training_cleanly(model, dataflow, setup):
 
     costs = train_costs(trainer, steps=10, epochs=1, callbacks=[CloseQueue()])
     assert 3 <= len(costs) < 10
+
+
+def test_setup_input_is_the_first_step_of_a_trainer_building_its_own_graph(dataflow):
+    """A TowerTrainer subclass that builds its own steps (as examples/gan_toy.py does) sets its
+    input up with setup_input: the source is set up, its callbacks registered, once only."""
+    trainer = TowerTrainer()
+    with pytest.raises(AttributeError, match="no InputSource yet.*setup_input"):
+        trainer.input  # noqa: B018
+    source = FeedInput(dataflow)
+    signature = trainer.setup_input([tf.TensorSpec([None, 4], tf.float32, "x"),
+                                     tf.TensorSpec([None], tf.int32, "label")], source)
+    assert [s.name for s in signature] == ["x", "label"] and trainer.input is source
+    assert source.input_signature == signature
+    with pytest.raises(RuntimeError, match="already has an InputSource"):
+        trainer.setup_input(signature, FeedInput(dataflow))
+    trainer.setup_callbacks([], [])
+    names = [type(cb).__name__ for cb in trainer.callbacks.cbs]
+    assert names and all(any(type(cb).__name__ == n for n in names) for cb in source.get_callbacks())

@@ -95,10 +95,25 @@ class TowerTrainer(Trainer):
 
     @property
     def input(self) -> InputSource:
-        """The InputSource the trainer takes its inputs from (after setup_graph)."""
+        """The InputSource the trainer takes its inputs from (after setup_graph or setup_input)."""
         if self._input is None:
-            raise AttributeError(f"{type(self).__name__} has no InputSource yet: call setup_graph() first")
+            raise AttributeError(f"{type(self).__name__} has no InputSource yet: call setup_graph() (or, "
+                                 "in a trainer that builds its own graph, setup_input()) first")
         return self._input
+
+    def setup_input(self, input_signature: Sequence[tf.TensorSpec], source: InputSource,
+                    num_towers: int = 1) -> tuple[tf.TensorSpec, ...]:
+        """Set ``source`` up to feed ``num_towers`` towers and register its callbacks; return
+        the normalized signature. The first step of building a graph: ``setup_graph`` does it,
+        a trainer that builds its own (several steps, as a GAN's) calls it itself."""
+        if self._input is not None:
+            raise RuntimeError(f"{type(self).__name__} already has an InputSource ({self._input!r})")
+        signature = normalize_signature(input_signature)
+        source.setup(signature, num_towers=num_towers)
+        for cb in source.get_callbacks():
+            self.register_callback(cb)
+        self._input = source
+        return signature
 
     @property
     def optimizer(self) -> Any:
@@ -227,12 +242,7 @@ class SingleCostTrainer(TowerTrainer):
         """
         if self.train_op is not None:
             raise RuntimeError(f"{type(self).__name__}.setup_graph() was already called")
-        signature = normalize_signature(input_signature)
-        source = self._as_input_source(input)
-        source.setup(signature, num_towers=self.num_towers)
-        for cb in source.get_callbacks():
-            self.register_callback(cb)
-        self._input = source
+        signature = self.setup_input(input_signature, self._as_input_source(input), self.num_towers)
         if isinstance(get_cost_fn, TowerFunc):
             if tuple(get_cost_fn.input_signature) != signature:
                 raise ValueError(f"the TowerFunc's input signature {list(get_cost_fn.input_signature)} "
@@ -250,7 +260,7 @@ class SingleCostTrainer(TowerTrainer):
         self._build_variables()
         if self._trains and not self._optimizer.built:
             self._optimizer.build(self._trainable)
-        self.train_op = TracedStep(self._step_body, source.feed_signature(), name="train_step")
+        self.train_op = TracedStep(self._step_body, self.input.feed_signature(), name="train_step")
         self.train_op.trace(())
 
     def _as_input_source(self, input: Any) -> InputSource:
