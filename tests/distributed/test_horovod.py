@@ -11,7 +11,6 @@ import json
 import os
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import numpy as np
@@ -211,6 +210,8 @@ def test_a_killed_rank_makes_the_other_fail_within_a_bound(tmp_path):
     killed = json.loads((tmp_path / "killed.json").read_text())
     result = report(tmp_path, 0)
     assert "error" in result, f"rank 0 ended without an error: {result}\n{output}"
+    assert result["error"]["type"] == "HorovodShutdownError", result["error"]
+    assert "rank 0 of 2: Horovod shut down" in result["error"]["message"]
     waited = result["error"]["time"] - killed["time"]
     assert 0 <= waited < DEAD_RANK_BOUND_S, f"rank 0 failed {waited:.1f}s after rank 1 died"
     assert 3 <= result["steps"] < 100000 * BATCHES // 2
@@ -227,6 +228,7 @@ def test_a_hung_rank_makes_the_other_fail_after_the_gloo_timeout(tmp_path):
     stopped = json.loads((tmp_path / "killed.json").read_text())
     survivor = report(tmp_path, 0)
     assert "error" in survivor, f"rank 0 ended without an error: {survivor}"
+    assert survivor["error"]["type"] == "HorovodShutdownError", survivor["error"]
     waited = survivor["error"]["time"] - stopped["time"]
     assert HUNG_GLOO_TIMEOUT_S - 1 <= waited < HUNG_GLOO_TIMEOUT_S + DEAD_RANK_BOUND_S, (
         f"rank 0 failed {waited:.1f}s after rank 1 hung (gloo timeout {HUNG_GLOO_TIMEOUT_S}s)")

@@ -5,7 +5,7 @@ from .multiworker import BroadcastFromChief, DistributedTrainerReplicated, make_
 from .ps_trainer import (DistributedReplicatedTrainer, DistributedTrainerParameterServer, run_server,
                          serve_unless_chief)
 # Horovod: horovod (imports Horovod only when a HorovodTrainer is made), sharding
-from .horovod import BroadcastVariables, HorovodTrainer, import_horovod
+from .horovod import BroadcastVariables, HorovodShutdownError, HorovodTrainer, import_horovod
 from .sharding import ShardedDataFlow, shard_dataflow
 
 __all__ = [
@@ -15,5 +15,6 @@ __all__ = [
     "DistributedTrainerParameterServer", "DistributedReplicatedTrainer", "run_server",
     "serve_unless_chief",
     # Horovod
-    "HorovodTrainer", "BroadcastVariables", "import_horovod", "ShardedDataFlow", "shard_dataflow",
+    "HorovodTrainer", "BroadcastVariables", "HorovodShutdownError", "import_horovod", "ShardedDataFlow",
+    "shard_dataflow",
 ]

@@ -29,8 +29,8 @@ with multi-GPU trainers, scale the learning rate (or shrink
 ``steps_per_epoch``) for the larger total batch.
 
 A dead rank: Gloo notices a closed connection at once and Horovod shuts down,
-so the step of every surviving rank fails with an error (the process exits
-non-zero) instead of hanging; a rank that hangs without dying is detected
+so the step of every surviving rank fails with :class:`HorovodShutdownError`
+(the process exits non-zero) instead of hanging; a rank that hangs without dying is detected
 after ``HOROVOD_GLOO_TIMEOUT_SECONDS`` (``horovodrun --gloo-timeout-seconds``,
 default 30). ``stall_shutdown_s`` also shuts Horovod down when some rank has
 not submitted a tensor for that long (off by default: a long chief-only
@@ -52,9 +52,12 @@ from trainstack.inputs import FeedInput, InputSource
 from trainstack.loop import Callback, MonitorBase, TrainLoop
 from trainstack.towers import SingleCostTrainer
 
-__all__ = ["HorovodTrainer", "BroadcastVariables", "import_horovod"]
+__all__ = ["HorovodTrainer", "BroadcastVariables", "HorovodShutdownError", "import_horovod"]
 
 logger = logging.getLogger("trainstack.distributed")
+
+# what Horovod's ops say once Horovod has shut down (a rank died, failed or finished early)
+_SHUT_DOWN = "Horovod has been shut down"
 
 INSTALL_HINT = "run `python scripts/install_horovod.py` (from the trainstack repository) to build and install it"
 
@@ -135,6 +138,19 @@ class HorovodTrainer(SingleCostTrainer):
         return input if isinstance(input, InputSource) else FeedInput(input)
 
     # -- one step ---------------------------------------------------------------------------------
+    def run_step(self) -> None:
+        """One step; when its all-reduce fails because Horovod shut down, a
+        :class:`HorovodShutdownError` naming this rank and step (TensorFlow's error as its cause)."""
+        try:
+            super().run_step()
+        except tf.errors.OpError as e:
+            if _SHUT_DOWN not in str(e):
+                raise
+            raise HorovodShutdownError(
+                f"HorovodTrainer rank {self.rank} of {self.size}: Horovod shut down during the step after "
+                f"global step {self.global_step}: another rank failed, died, stopped answering for the Gloo "
+                "timeout or finished early (its log says which). This rank stops too.") from e
+
     def _compute_gradients(self, tape: tf.GradientTape, cost: tf.Tensor) -> list:
         grads_and_vars = super()._compute_gradients(tape, cost)
         return self.allreduce(grads_and_vars)
@@ -189,6 +205,10 @@ class HorovodTrainer(SingleCostTrainer):
         targets = self.broadcast_targets
         logger.info("HorovodTrainer: broadcasting %d variables from rank 0.", len(targets))
         self.hvd.broadcast_variables(targets, root_rank=0)
+
+
+class HorovodShutdownError(RuntimeError):
+    """A collective failed because Horovod shut down: some other rank died, failed or ended."""
 
 
 class BroadcastVariables(Callback):
