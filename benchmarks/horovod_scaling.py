@@ -41,7 +41,6 @@ import os
 import subprocess
 import sys
 import tempfile
-import time
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
@@ -53,47 +52,10 @@ def worker(args: argparse.Namespace) -> None:
     from trainstack.distributed import HorovodTrainer
 
     trainer = HorovodTrainer()  # before TensorFlow starts: pins this rank's GPU
-    import keras
-    import tensorflow as tf
-
-    from trainstack.inputs import DummyConstantInput
-    from trainstack.loop import Callback
-    from trainstack.towers import ModelDesc
+    from convnet_timing import time_training
 
     logging.getLogger("trainstack").setLevel(logging.WARNING)
-
-    class ConvNet(ModelDesc):
-        def __init__(self) -> None:
-            self.conv1 = keras.layers.Conv2D(16, 3, padding="same", activation="relu")
-            self.conv2 = keras.layers.Conv2D(32, 3, strides=2, padding="same", activation="relu")
-            self.pool = keras.layers.GlobalAveragePooling2D()
-            self.fc = keras.layers.Dense(10)
-
-        def inputs(self):
-            return [tf.TensorSpec([None, 28, 28, 1], tf.float32, "image"), tf.TensorSpec([None], tf.int32, "label")]
-
-        def build_graph(self, image, label):
-            logits = self.fc(self.pool(self.conv2(self.conv1(image))))
-            return tf.reduce_mean(tf.nn.sparse_softmax_cross_entropy_with_logits(labels=label, logits=logits))
-
-        def optimizer(self):
-            return keras.optimizers.SGD(0.01, momentum=0.9)
-
-    class Clock(Callback):
-        _chief_only = False
-
-        def __init__(self) -> None:
-            self.times: list[float] = []
-
-        def _trigger_step(self) -> None:
-            self.times.append(time.perf_counter())
-
-    model = ConvNet()
-    trainer.setup_graph(model.get_input_signature(), DummyConstantInput([[args.batch, 28, 28, 1], [args.batch]]),
-                        model.build_graph, model.get_optimizer)
-    clock = Clock()
-    trainer.train([clock], [], steps_per_epoch=args.warmup + args.steps, max_epoch=1)
-    steps_per_s = args.steps / (clock.times[-1] - clock.times[args.warmup - 1])
+    steps_per_s = args.steps / time_training(trainer, args.batch, args.warmup, args.steps)
     if trainer.is_chief:
         with open(args.worker_out, "w") as f:
             json.dump({"size": trainer.size, "steps_per_s": steps_per_s}, f)

@@ -50,7 +50,6 @@ from __future__ import annotations
 import argparse
 import logging
 import os
-import time
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
@@ -69,53 +68,11 @@ def configure_devices() -> list[str]:
     return logical_cpu_devices(4)
 
 
-def make_model():
-    import keras
-    import tensorflow as tf
-
-    from trainstack.towers import ModelDesc
-
-    class ConvNet(ModelDesc):
-        def __init__(self) -> None:
-            self.conv1 = keras.layers.Conv2D(16, 3, padding="same", activation="relu")
-            self.conv2 = keras.layers.Conv2D(32, 3, strides=2, padding="same", activation="relu")
-            self.pool = keras.layers.GlobalAveragePooling2D()
-            self.fc = keras.layers.Dense(10)
-
-        def inputs(self):
-            return [tf.TensorSpec([None, 28, 28, 1], tf.float32, "image"),
-                    tf.TensorSpec([None], tf.int32, "label")]
-
-        def build_graph(self, image, label):
-            logits = self.fc(self.pool(self.conv2(self.conv1(image))))
-            return tf.reduce_mean(tf.nn.sparse_softmax_cross_entropy_with_logits(labels=label, logits=logits),
-                                  name="cost")
-
-        def optimizer(self):
-            return keras.optimizers.SGD(0.01, momentum=0.9)
-
-    return ConvNet()
-
-
 def images_per_second(make_trainer, batch: int, towers: int, warmup: int, steps: int) -> float:
     """Train ``warmup + steps`` steps; images/s over the last ``steps``."""
-    from trainstack.inputs import DummyConstantInput
-    from trainstack.loop import Callback
+    from convnet_timing import time_training
 
-    class Clock(Callback):
-        def __init__(self) -> None:
-            self.times: list[float] = []
-
-        def _trigger_step(self) -> None:
-            self.times.append(time.perf_counter())
-
-    model = make_model()
-    trainer = make_trainer()
-    trainer.setup_graph(model.get_input_signature(), DummyConstantInput([[batch, 28, 28, 1], [batch]]),
-                        model.build_graph, model.get_optimizer)
-    clock = Clock()
-    trainer.train([clock], [], steps_per_epoch=warmup + steps, max_epoch=1)
-    elapsed = clock.times[-1] - clock.times[warmup - 1]
+    elapsed = time_training(make_trainer(), batch, warmup, steps)
     return steps * batch * towers / elapsed
 
 
