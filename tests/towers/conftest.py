@@ -16,11 +16,15 @@ fixtures (``classifier``, ``make_df``, ``setup``, ...), not by importing conftes
 Fixtures: ``classifier`` (the TinyClassifier class), ``model`` (a fresh
 instance), ``make_df`` (make_dataflow), ``dataflow`` (10 batches of 16),
 ``setup`` (setup_trainer), ``logger_dir`` (a fresh logger directory, unset
-afterwards).
+afterwards), ``cpus`` (this process's worker with 4 logical CPU devices, for
+the multi-tower cases of ``multigpu_cases.py``, which the test files import by
+name: this folder is put on ``sys.path`` here).
 """
 from __future__ import annotations
 
 import os
+import sys
+from pathlib import Path
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
@@ -31,6 +35,8 @@ import tensorflow as tf
 
 from trainstack.callbacks import add_moving_summary
 from trainstack.towers import ModelDesc, get_current_tower_context
+
+sys.path.insert(0, str(Path(__file__).parent))  # for `import multigpu_cases`
 
 NUM_FEATURES = 4
 
@@ -115,3 +121,10 @@ def logger_dir(tmp_path):
     dirname = set_logger_dir(str(tmp_path / "train_log"))
     yield dirname
     unset_logger_dir()
+
+
+@pytest.fixture(scope="session")
+def cpus():
+    import multigpu_cases  # noqa: PLC0415
+
+    return multigpu_cases.device_pool("cpu")

@@ -7,20 +7,11 @@ counts K iterations per step.
 """
 from __future__ import annotations
 
-import pathlib
-import sys
-
 import pytest
 
-sys.path.insert(0, str(pathlib.Path(__file__).parent))
-import multigpu_cases as cases  # noqa: E402
+import multigpu_cases as cases
 
 ASYNC = "AsyncMultiGPUTrainer"
-
-
-@pytest.fixture(scope="module")
-def cpus():
-    return cases.device_pool("cpu")
 
 
 @pytest.mark.parametrize("towers", [2, 4])

@@ -8,18 +8,9 @@ copy of a replicated variable and optimizer slot. Runs on logical CPU devices.
 """
 from __future__ import annotations
 
-import pathlib
-import sys
-
 import pytest
 
-sys.path.insert(0, str(pathlib.Path(__file__).parent))
-import multigpu_cases as cases  # noqa: E402
-
-
-@pytest.fixture(scope="module")
-def cpus():
-    return cases.device_pool("cpu")
+import multigpu_cases as cases
 
 
 @pytest.mark.parametrize("trainer", ["SyncMultiGPUTrainerReplicated", "SyncMultiGPUTrainerParameterServer",

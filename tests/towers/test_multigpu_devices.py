@@ -5,9 +5,6 @@ CPU devices (see multigpu_cases.py for why a worker).
 """
 from __future__ import annotations
 
-import pathlib
-import sys
-
 import pytest
 import tensorflow as tf
 
@@ -16,15 +13,9 @@ from trainstack.towers import (AsyncMultiGPUTrainer, MultiGPUTrainerBase, SyncMu
                                SyncMultiGPUTrainerParameterServer, SyncMultiGPUTrainerReplicated,
                                apply_default_prefetch, resolve_devices)
 
-sys.path.insert(0, str(pathlib.Path(__file__).parent))
-import multigpu_cases as cases  # noqa: E402
+import multigpu_cases as cases
 
 KIND = "GPU" if tf.config.get_visible_devices("GPU") else "CPU"
-
-
-@pytest.fixture(scope="module")
-def cpus():
-    return cases.device_pool("cpu")
 
 
 def test_gpus_as_a_count_indices_or_names():

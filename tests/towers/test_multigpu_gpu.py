@@ -6,14 +6,10 @@ files on the GPUs, in a worker process: every GPU, or two logical GPUs of
 """
 from __future__ import annotations
 
-import pathlib
-import sys
-
 import pytest
 import tensorflow as tf
 
-sys.path.insert(0, str(pathlib.Path(__file__).parent))
-import multigpu_cases as cases  # noqa: E402
+import multigpu_cases as cases
 
 pytestmark = [pytest.mark.gpu, pytest.mark.skipif(not tf.config.list_physical_devices("GPU"),
                                                   reason="needs a GPU; this machine has none")]

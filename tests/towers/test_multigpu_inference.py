@@ -7,21 +7,12 @@ and run beside a replicated trainer. Runs on logical CPU devices.
 """
 from __future__ import annotations
 
-import pathlib
-import sys
-
 import pytest
 
 from trainstack.inputs import FeedInput
 from trainstack.towers import DataParallelInferenceRunner, ScalarStats
 
-sys.path.insert(0, str(pathlib.Path(__file__).parent))
-import multigpu_cases as cases  # noqa: E402
-
-
-@pytest.fixture(scope="module")
-def cpus():
-    return cases.device_pool("cpu")
+import multigpu_cases as cases
 
 
 @pytest.mark.parametrize("towers", [2, 3])

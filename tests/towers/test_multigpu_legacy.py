@@ -8,9 +8,6 @@ Device indices are logical CPU devices in the worker (no GPU there).
 """
 from __future__ import annotations
 
-import pathlib
-import sys
-
 import pytest
 import tensorflow as tf
 
@@ -18,13 +15,7 @@ from trainstack.inputs import QueueInput, StagingInput
 from trainstack.towers import (LeastLoadedDeviceSetter, MultiGPUTrainerBase, SyncMultiGPUTrainerReplicated,
                                TrainConfig, apply_default_prefetch, get_current_tower_context)
 
-sys.path.insert(0, str(pathlib.Path(__file__).parent))
-import multigpu_cases as cases  # noqa: E402
-
-
-@pytest.fixture(scope="module")
-def cpus():
-    return cases.device_pool("cpu")
+import multigpu_cases as cases
 
 
 def config(**kwargs):

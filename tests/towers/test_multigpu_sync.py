@@ -8,21 +8,12 @@ order). The model (two Dense layers) has no batch statistics.
 """
 from __future__ import annotations
 
-import pathlib
-import sys
-
 import pytest
 
-sys.path.insert(0, str(pathlib.Path(__file__).parent))
-import multigpu_cases as cases  # noqa: E402
+import multigpu_cases as cases
 
 REPLICATED = "SyncMultiGPUTrainerReplicated"
 PS = "SyncMultiGPUTrainerParameterServer"
-
-
-@pytest.fixture(scope="module")
-def cpus():
-    return cases.device_pool("cpu")
 
 
 @pytest.mark.parametrize("towers, options", [
