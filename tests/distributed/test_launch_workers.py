@@ -18,6 +18,12 @@ name = spec["task"]["type"] + str(spec["task"]["index"])
 print("config", json.dumps(spec), flush=True)
 if os.environ.get("PID_DIR"):
     open(os.path.join(os.environ["PID_DIR"], name), "w").write(str(os.getpid()))
+if os.environ.get("READY_DIR"):  # workers end only once every task has printed its config
+    open(os.path.join(os.environ["READY_DIR"], name), "w").close()
+    tasks = {kind + str(i) for kind, addresses in spec["cluster"].items() for i in range(len(addresses))}
+    deadline = time.time() + 60
+    while not tasks <= set(os.listdir(os.environ["READY_DIR"])) and time.time() < deadline:
+        time.sleep(0.05)
 fail = os.environ.get("FAIL_TASK")
 if name == fail:
     time.sleep(0.5)
@@ -49,7 +55,9 @@ def _configs(stdout: str) -> dict[str, dict]:
 
 
 def test_launcher_sets_tf_config_per_task_and_prefixes_output(tmp_path) -> None:
-    proc, _ = _launch(tmp_path, "-n", "2", "--ps", "1")
+    # the workers wait for the ps to have started: else a slow ps is stopped before it printed
+    (tmp_path / "ready").mkdir()
+    proc, _ = _launch(tmp_path, "-n", "2", "--ps", "1", env={"READY_DIR": str(tmp_path / "ready")})
     assert proc.returncode == 0, proc.stdout + proc.stderr
     configs = _configs(proc.stdout)
     assert set(configs) == {"worker0", "worker1", "ps0"}
