@@ -61,13 +61,3 @@ class TFLinearTrainer(Trainer):
 def linear_trainer():
     """Factory: ``linear_trainer(**kwargs)`` -> a fresh TFLinearTrainer."""
     return TFLinearTrainer
-
-
-@pytest.fixture
-def logger_dir(tmp_path):
-    """A fresh logger directory (set_logger_dir) for one test; unset afterwards."""
-    from trainstack.callbacks import set_logger_dir, unset_logger_dir
-
-    dirname = set_logger_dir(str(tmp_path / "train_log"))
-    yield dirname
-    unset_logger_dir()

@@ -15,10 +15,10 @@ fixtures (``classifier``, ``make_df``, ``setup``, ...), not by importing conftes
 
 Fixtures: ``classifier`` (the TinyClassifier class), ``model`` (a fresh
 instance), ``make_df`` (make_dataflow), ``dataflow`` (10 batches of 16),
-``setup`` (setup_trainer), ``logger_dir`` (a fresh logger directory, unset
-afterwards), ``cpus`` (this process's worker with 4 logical CPU devices, for
-the multi-tower cases of ``multigpu_cases.py``, which the test files import by
-name: this folder is put on ``sys.path`` here).
+``setup`` (setup_trainer), ``cpus`` (this process's worker with 4 logical CPU
+devices, for the multi-tower cases of ``multigpu_cases.py``, which the test
+files import by name: this folder is put on ``sys.path`` here); ``logger_dir``
+comes from ``tests/conftest.py``.
 """
 from __future__ import annotations
 
@@ -111,16 +111,6 @@ def dataflow():
 @pytest.fixture
 def make_df():
     return make_dataflow
-
-
-@pytest.fixture
-def logger_dir(tmp_path):
-    """A fresh logger directory (set_logger_dir) for one test; unset afterwards."""
-    from trainstack.callbacks import set_logger_dir, unset_logger_dir
-
-    dirname = set_logger_dir(str(tmp_path / "train_log"))
-    yield dirname
-    unset_logger_dir()
 
 
 @pytest.fixture(scope="session")
