@@ -12,6 +12,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -38,6 +39,7 @@ _spec.loader.exec_module(job)
 EPOCHS, BATCHES = 2, 8          # 8 batches of 16 shared by 2 ranks: 4 steps per epoch
 GLOO_TIMEOUT_S = 20             # horovodrun --gloo-timeout-seconds: a hung peer is detected after this
 DEAD_RANK_BOUND_S = 10          # a survivor must fail within this after its peer died (measured: 0.1 s)
+JOB_ENV = {"TF_CPP_MIN_LOG_LEVEL": "2", "CUDA_VISIBLE_DEVICES": ""}  # quiet TF; ranks on the CPU
 HUNG_GLOO_TIMEOUT_S = 8         # the gloo timeout of the hung-rank test; the survivor fails after it
 
 
@@ -47,15 +49,16 @@ def horovodrun(out: Path, *job_args: str, np_: int = 2, timeout: float = 180,
     cmd = [sys.executable, "-c", "from horovod.runner.launch import run_commandline; run_commandline()",
            "-np", str(np_), "-H", f"localhost:{np_}", "--gloo", "--gloo-timeout-seconds", str(gloo_timeout_s),
            sys.executable, str(JOB), "--out", str(out), *job_args]
-    env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2", "CUDA_VISIBLE_DEVICES": ""}
+    env = {**os.environ, **JOB_ENV}
     return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env)
 
 
 def start_ranks(out: Path, *job_args: str, np_: int = 2,
-                gloo_timeout_s: int = GLOO_TIMEOUT_S) -> list[subprocess.Popen]:
+                gloo_timeout_s: int = GLOO_TIMEOUT_S) -> tuple[Any, list[subprocess.Popen]]:
     """Start ``np_`` ranks of hvd_job.py the way horovodrun does (Horovod's rendezvous server and
     its ``HOROVOD_*`` environment), but without horovodrun: horovodrun terminates every rank as
-    soon as one fails, so under it a survivor's own failure cannot be observed."""
+    soon as one fails, so under it a survivor's own failure cannot be observed. Returns the
+    rendezvous server (stop it once the ranks are done) and the ranks' processes."""
     from horovod.runner.common.util.hosts import get_host_assignments, parse_hosts  # noqa: PLC0415
     from horovod.runner.gloo_run import create_run_env_vars, create_slot_env_vars  # noqa: PLC0415
     from horovod.runner.http.http_server import RendezvousServer  # noqa: PLC0415
@@ -64,7 +67,7 @@ def start_ranks(out: Path, *job_args: str, np_: int = 2,
     port = server.start()
     plan = get_host_assignments(parse_hosts(f"localhost:{np_}"), np_)
     server.init(plan)
-    env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2", "CUDA_VISIBLE_DEVICES": "", "PYTHONUNBUFFERED": "1",
+    env = {**os.environ, **JOB_ENV, "PYTHONUNBUFFERED": "1",
            "HOROVOD_GLOO_TIMEOUT_SECONDS": str(gloo_timeout_s),
            **{k: str(v) for k, v in create_run_env_vars("127.0.0.1", ["lo"], port).items()}}
     procs = []
@@ -73,8 +76,7 @@ def start_ranks(out: Path, *job_args: str, np_: int = 2,
             procs.append(subprocess.Popen([sys.executable, str(JOB), "--out", str(out), *job_args],
                                           env={**env, **create_slot_env_vars(slot)}, stdout=log,
                                           stderr=subprocess.STDOUT))
-    procs[0].rendezvous = server  # kept alive (and reachable) as long as the ranks
-    return procs
+    return server, procs
 
 
 @pytest.fixture(scope="module")
@@ -195,7 +197,7 @@ def test_checkpoint_of_the_2_process_run_restores_into_simple_trainer(run):
 def test_a_killed_rank_makes_the_other_fail_within_a_bound(tmp_path):
     """Rank 1 SIGKILLs itself at step 3; rank 0, left to itself (no launcher to end it), must fail
     with an error of its own within DEAD_RANK_BOUND_S instead of hanging in its next all-reduce."""
-    survivor, victim = start_ranks(tmp_path, "--epochs", "100000", "--batches", str(BATCHES),
+    server, (survivor, victim) = start_ranks(tmp_path, "--epochs", "100000", "--batches", str(BATCHES),
                                    "--kill-rank", "1", "--kill-step", "3")
     try:
         victim.wait(timeout=120)
@@ -203,7 +205,7 @@ def test_a_killed_rank_makes_the_other_fail_within_a_bound(tmp_path):
     finally:
         for proc in (survivor, victim):
             proc.kill()
-        survivor.rendezvous.stop()
+        server.stop()
     output = (tmp_path / "rank0.log").read_text()[-3000:]
     assert victim.returncode == -9
     assert survivor.returncode not in (0, None), f"rank 0 did not fail:\n{output}"
