@@ -1,7 +1,8 @@
 """The test matrix. `nox -l` lists the sessions; `nox -s loop` runs one.
 
-- one session per layer installs only that layer and the layers below it and
-  runs tests/<layer>/ (an upward import fails there with ModuleNotFoundError);
+- one session per layer installs only that layer and the layers it depends on
+  (those below it, but see BESIDE) and runs tests/<layer>/ (an upward import
+  fails there with ModuleNotFoundError);
 - `all` installs everything (the meta-package too) and runs every test;
 - `wheels` builds every distribution's wheel and installs them from the
   wheels with no index, proving the version pins between layers resolve;
@@ -18,11 +19,18 @@ from pathlib import Path
 import nox
 
 ROOT = Path(__file__).parent
-# bottom to top; each layer depends on those before it
-LAYERS = ["loop", "callbacks", "inputs", "towers", "distributed"]
+# bottom to top; each layer depends on those before it, except for the layers in BESIDE
+LAYERS = ["loop", "dataflow", "callbacks", "inputs", "towers", "distributed"]
+# layer -> layers before it in LAYERS that it does not need: dataflow (NumPy and msgpack, no
+# TensorFlow) sits beside loop at the bottom; inputs and the layers above it use both
+BESIDE = {"dataflow": {"loop"}, "callbacks": {"dataflow"}}
 TEST_TOOLS = ["pytest>=8", "pytest-xdist>=3"]
 # third-party packages only the tests need, per layer
-TEST_EXTRAS = {"callbacks": ["tensorboard"], "towers": ["scikit-learn>=1.3"]}
+# (tensorpack 0.11, a pure-Python wheel, for tests/towers/test_tensorpack_dataflow.py: its own
+# DataFlows train through trainstack's inputs; that test skips without it)
+# (hypothesis for the fuzz tests of the codec, tests/dataflow, and of the remote input, tests/inputs)
+TEST_EXTRAS = {"dataflow": ["hypothesis>=6"], "callbacks": ["tensorboard"], "inputs": ["hypothesis>=6"],
+               "towers": ["scikit-learn>=1.3", "tensorpack==0.11"]}
 
 # `horovod` builds Horovod once per machine (~3-7 min on 2 cores, cached in ~/.cache/trainstack),
 # then runs tests/distributed with it; the other sessions skip the Horovod tests.
@@ -33,6 +41,11 @@ nox.options.reuse_existing_virtualenvs = True
 def editable(*layers: str) -> list[str]:
     """`-e packages/<layer>` for each layer: one pip call resolves the pins locally."""
     return [arg for layer in layers for arg in ("-e", f"packages/{layer}")]
+
+
+def stack(layer: str) -> list[str]:
+    """`layer` and the layers it depends on, bottom first."""
+    return [x for x in LAYERS[: LAYERS.index(layer) + 1] if x not in BESIDE.get(layer, ())]
 
 
 def has_tests(layer: str) -> bool:
@@ -48,12 +61,12 @@ def _layer_session(layer: str) -> None:
     def session_for_layer(session: nox.Session) -> None:
         if not has_tests(layer):
             session.skip(f"tests/{layer}/ has no tests yet (the layer is a placeholder)")
-        below = LAYERS[: LAYERS.index(layer) + 1]
+        below = stack(layer)
         extras = [x for name in below for x in TEST_EXTRAS.get(name, [])]
         session.install(*TEST_TOOLS, *extras, *editable(*below))
         pytest(session, f"tests/{layer}")
 
-    session_for_layer.__doc__ = f"Install trainstack-{layer} and the layers below it only; run tests/{layer}/."
+    session_for_layer.__doc__ = f"Install trainstack-{layer} and the layers it needs only; run tests/{layer}/."
 
 
 for _layer in LAYERS:
@@ -78,7 +91,7 @@ def wheels(session: nox.Session) -> None:
         session.run("python", "-m", "pip", "wheel", "--no-deps", "--wheel-dir", str(dist), path)
     # third-party dependencies come from the index; trainstack's own from the wheels only
     session.install(*TEST_TOOLS, *[x for v in TEST_EXTRAS.values() for x in v],
-                    "tensorflow>=2.16", "tqdm>=4.60", "msgpack>=1.0")
+                    "tensorflow>=2.16", "tqdm>=4.60", "msgpack>=1.0", "numpy>=1.22")
     session.install("--no-index", "--find-links", str(dist), "trainstack")
     session.run("python", "-m", "pip", "list")
     # run from a folder outside the source tree so that only the installed wheels are imported

@@ -212,10 +212,8 @@ class GANTrainer(TowerTrainer):
         self.hooked_run(self.d_step)  # callbacks' before_run/after_run; global_step += 1
         self.run(self.g_step)         # no hooks
 
-    @property
-    def checkpoint_objects(self) -> dict[str, Any]:
-        return {"model": self.tower_func.checkpoint_module,
-                "d_optimizer": self.d_optimizer, "g_optimizer": self.g_optimizer}
+    # checkpoint_objects (what ModelSaver saves) need not be overridden: TowerTrainer's hold
+    # the model and every Keras optimizer the trainer holds, here "d_optimizer" and "g_optimizer"
 
 
 # -- watching it learn ------------------------------------------------------------------------------

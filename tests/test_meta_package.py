@@ -12,13 +12,14 @@ if not getattr(trainstack, "__file__", None):
 
 def test_reexports_every_public_name_of_the_layers():
     import trainstack.callbacks
+    import trainstack.dataflow
     import trainstack.distributed
     import trainstack.inputs
     import trainstack.loop
     import trainstack.towers
 
-    for layer in (trainstack.loop, trainstack.callbacks, trainstack.inputs, trainstack.towers,
-                  trainstack.distributed):
+    for layer in (trainstack.loop, trainstack.dataflow, trainstack.callbacks, trainstack.inputs,
+                  trainstack.towers, trainstack.distributed):
         for name in layer.__all__:
             assert getattr(trainstack, name) is getattr(layer, name)
             assert name in trainstack.__all__
@@ -26,7 +27,19 @@ def test_reexports_every_public_name_of_the_layers():
         trainstack.NoSuchName  # noqa: B018
 
 
-def test_importing_the_loop_does_not_import_tensorflow():
-    code = "import sys, json, trainstack.loop; print(json.dumps('tensorflow' in sys.modules))"
+@pytest.mark.parametrize("layer", ["trainstack.loop", "trainstack.dataflow"])
+def test_importing_the_loop_does_not_import_tensorflow(layer):
+    code = f"import sys, json, {layer}; print(json.dumps('tensorflow' in sys.modules))"
     out = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True)
     assert json.loads(out.stdout) is False
+
+
+def test_dataflow_names_from_the_meta_package():
+    from trainstack import BatchData, DataFromList, MultiProcessDataFlow  # noqa: F401
+
+    import trainstack.dataflow
+    import trainstack.inputs
+
+    assert trainstack.MultiProcessDataFlow is trainstack.inputs.MultiProcessDataFlow
+    assert trainstack.InputError is trainstack.inputs.InputError is trainstack.dataflow.InputError
+    assert [len(b) for b in BatchData(DataFromList([[i] for i in range(5)], shuffle=False), 2)] == [1, 1]

@@ -2,12 +2,13 @@
 
 ``trainstack.<Name>`` is the public name ``<Name>`` of a layer:
 ``trainstack.loop`` (Trainer, Callback, StopTraining, ...),
+``trainstack.dataflow`` (DataFromList, BatchData, MapData, MultiProcessMapData, ...),
 ``trainstack.callbacks`` (ModelSaver, ProgressBar, TFEventWriter, ...),
 ``trainstack.inputs`` (FeedInput, QueueInput, TFDatasetInput, ...) and
 ``trainstack.towers`` (ModelDesc, SimpleTrainer, TrainConfig, ...) and
 ``trainstack.distributed`` (HorovodTrainer, DistributedTrainerReplicated, ...). Names are
-imported on first use, so that ``import trainstack.loop`` stays free of
-TensorFlow even with this meta-package installed.
+imported on first use, so that ``import trainstack.loop`` and ``import
+trainstack.dataflow`` stay free of TensorFlow even with this meta-package installed.
 """
 # First statement: without it this regular package would hide the layers'
 # namespace portions (trainstack.loop, ...) installed as separate distributions.
@@ -16,8 +17,8 @@ __path__ = __import__("pkgutil").extend_path(__path__, __name__)
 import importlib as _importlib  # noqa: E402
 
 # the layers whose public names are re-exported, bottom first
-_LAYERS = ("trainstack.loop", "trainstack.callbacks", "trainstack.inputs", "trainstack.towers",
-           "trainstack.distributed")
+_LAYERS = ("trainstack.loop", "trainstack.dataflow", "trainstack.callbacks", "trainstack.inputs",
+           "trainstack.towers", "trainstack.distributed")
 
 
 def __getattr__(name: str):

@@ -10,7 +10,8 @@ weights after the initial broadcast, after step 1 and at the end) and
 ``DIR/rank<r>.json`` (its monitors; the error that ended training, if any).
 ``--kill-rank R --kill-step K``: rank R kills itself (SIGKILL) at step K,
 after writing the time to ``DIR/killed.json``; with ``--kill-signal STOP`` it
-stops itself instead (SIGSTOP: a hung rank that does not die).
+stops itself instead (SIGSTOP: a hung rank that does not die); with ``TERM`` or
+``INT`` it sends itself that signal (a preemption: training stops gracefully).
 """
 from __future__ import annotations
 
@@ -105,7 +106,7 @@ def main() -> None:
     parser.add_argument("--kill-rank", type=int, default=None)
     parser.add_argument("--kill-step", type=int, default=None)
     parser.add_argument("--broadcast-every-epoch", action="store_true")
-    parser.add_argument("--kill-signal", choices=["KILL", "STOP"], default="KILL")
+    parser.add_argument("--kill-signal", choices=["KILL", "STOP", "TERM", "INT"], default="KILL")
     args = parser.parse_args()
 
     from trainstack.distributed import HorovodTrainer, shard_dataflow  # noqa: PLC0415

@@ -7,7 +7,8 @@ DistributedTrainerReplicated (TF_CONFIG from the launcher), with the default
 callbacks and monitors plus ModelSaver, in the logger directory ``DIR/<task>``;
 it writes its weights before training, after the first step and at the end
 to ``DIR/<task>_{init,step1,final}.npz``. ``--die-at K``: worker 1 kills
-itself (SIGKILL) at step K.
+itself (SIGKILL) at step K; with ``--signal TERM`` (or ``INT``) it sends itself
+that signal instead (a preemption: every worker stops gracefully).
 """
 from __future__ import annotations
 
@@ -38,8 +39,9 @@ class RecordWeights(Callback):
 
     _chief_only = False
 
-    def __init__(self, model: Classifier, prefix: str, die_at: int | None) -> None:
+    def __init__(self, model: Classifier, prefix: str, die_at: int | None, sig: str = "KILL") -> None:
         self.model, self.prefix, self.die_at = model, prefix, die_at
+        self.signal = getattr(signal, f"SIG{sig}")
 
     def _save(self, what: str) -> None:
         np.savez(f"{self.prefix}_{what}.npz", *weights(self.model))
@@ -51,8 +53,8 @@ class RecordWeights(Callback):
         if self.global_step == 1:
             self._save("step1")
         if self.die_at is not None and self.global_step == self.die_at and not self.trainer.is_chief:
-            print("worker dies now", flush=True)
-            os.kill(os.getpid(), signal.SIGKILL)
+            print(f"worker sends itself {self.signal.name} now", flush=True)
+            os.kill(os.getpid(), self.signal)
 
     def _after_train(self) -> None:
         self._save("final")
@@ -64,6 +66,7 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=10)
     parser.add_argument("--epochs", type=int, default=2)
     parser.add_argument("--die-at", type=int, default=None)
+    parser.add_argument("--signal", choices=["KILL", "TERM", "INT"], default="KILL")
     args = parser.parse_args()
     spec = trainer.cluster_spec
     x, y = shard(*make_data(), spec.task_index, trainer.num_workers)
@@ -73,9 +76,10 @@ def main() -> None:
                         model.get_optimizer)
     set_logger_dir(os.path.join(args.out, spec.task_name), action="d")
     trainer.train_with_defaults(
-        callbacks=[ModelSaver(), RecordWeights(model, os.path.join(args.out, spec.task_name), args.die_at)],
+        callbacks=[ModelSaver(), RecordWeights(model, os.path.join(args.out, spec.task_name), args.die_at,
+                                               args.signal)],
         steps_per_epoch=args.steps, max_epoch=args.epochs)
-    print(f"{spec.task_name} done, chief={trainer.is_chief}", flush=True)
+    print(f"{spec.task_name} done, chief={trainer.is_chief}, step={trainer.global_step}", flush=True)
 
 
 if __name__ == "__main__":

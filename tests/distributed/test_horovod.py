@@ -6,7 +6,6 @@ without Horovod: build it with ``python scripts/install_horovod.py``.
 """
 from __future__ import annotations
 
-import fcntl
 import json
 import os
 import subprocess
@@ -80,23 +79,14 @@ def start_ranks(out: Path, *job_args: str, np_: int = 2,
 
 
 @pytest.fixture(scope="module")
-def run(tmp_path_factory) -> Path:
-    """The 2-process run, made once per test session even under pytest-xdist (a lock in the
-    session's shared temporary directory: each xdist worker would otherwise make its own)."""
-    if os.environ.get("PYTEST_XDIST_WORKER"):
-        root = tmp_path_factory.getbasetemp().parent  # this session's, shared by its workers
-    else:
-        root = tmp_path_factory.mktemp("hvd")
-    out = root / "hvd_run"
-    with open(root / "hvd_run.lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        if not (out / "done").exists():
-            out.mkdir(exist_ok=True)
-            proc = horovodrun(out, "--epochs", str(EPOCHS), "--batches", str(BATCHES), "--broadcast-every-epoch")
-            assert proc.returncode == 0, (f"horovodrun failed ({proc.returncode}):\n{proc.stdout[-4000:]}\n"
-                                          f"{proc.stderr[-4000:]}")
-            (out / "done").touch()
-    return out
+def run(once_per_session) -> Path:
+    """The 2-process run, made once per test session even under pytest-xdist."""
+    def make(out: Path) -> None:
+        proc = horovodrun(out, "--epochs", str(EPOCHS), "--batches", str(BATCHES), "--broadcast-every-epoch")
+        assert proc.returncode == 0, (f"horovodrun failed ({proc.returncode}):\n{proc.stdout[-4000:]}\n"
+                                      f"{proc.stderr[-4000:]}")
+
+    return once_per_session("hvd_run", make)
 
 
 def rank_weights(out: Path, rank: int) -> dict[str, list[np.ndarray]]:
@@ -217,6 +207,32 @@ def test_a_killed_rank_makes_the_other_fail_within_a_bound(tmp_path):
     waited = result["error"]["time"] - killed["time"]
     assert 0 <= waited < DEAD_RANK_BOUND_S, f"rank 0 failed {waited:.1f}s after rank 1 died"
     assert 3 <= result["steps"] < 100000 * BATCHES // 2
+
+
+@pytest.mark.parametrize("sig", ["TERM", "INT"])
+def test_a_signal_on_one_rank_stops_every_rank_after_the_same_step_and_the_chief_saves_it(tmp_path, sig):
+    """Rank 1 alone gets SIGTERM (Ctrl-C) at step 3: its request rides in step 4's all-reduce,
+    so both ranks stop after step 4, rank 0 saves that step, and rank 1 exits with its signal's
+    status, rank 0 with SIGTERM's (the stop came from elsewhere), none with a Horovod error (a
+    rank stopping alone would leave the other hanging in its next all-reduce)."""
+    from trainstack.callbacks import load_loop_state  # noqa: PLC0415
+
+    server, procs = start_ranks(tmp_path, "--epochs", "100000", "--batches", str(BATCHES),
+                                "--kill-rank", "1", "--kill-step", "3", "--kill-signal", sig)
+    try:
+        codes = [proc.wait(timeout=120) for proc in procs]
+    finally:
+        for proc in procs:
+            proc.kill()
+        server.stop()
+    status = 128 + {"TERM": 15, "INT": 2}[sig]
+    logs = [(tmp_path / f"rank{r}.log").read_text()[-3000:] for r in range(2)]
+    assert codes == [128 + 15, status], logs
+    results = [report(tmp_path, r) for r in range(2)]
+    assert [r["steps"] for r in results] == [4, 4], results
+    assert not any("error" in r for r in results), results
+    assert load_loop_state(tmp_path / "logs")["global_step"] == 4
+    assert "received by another process" in logs[0]
 
 
 @pytest.mark.slow

@@ -9,7 +9,6 @@ first batches concatenated, within RTOL/ATOL of mw_model (1e-5 relative,
 """
 from __future__ import annotations
 
-import fcntl
 import os
 import subprocess
 import sys
@@ -26,7 +25,7 @@ from mw_model import ATOL, RTOL, Classifier, first_batches, weights  # noqa: E40
 from trainstack.distributed import ClusterSpec, local_cluster  # noqa: E402
 from trainstack.inputs import TFDatasetInput  # noqa: E402
 from trainstack.towers import SimpleTrainer  # noqa: E402
-from trainstack.towers.sessinit import SmartInit  # noqa: E402
+from trainstack.towers.session.sessinit import SmartInit  # noqa: E402
 
 JOB = os.path.join(HERE, "mw_job.py")
 STEPS, EPOCHS = 10, 2
@@ -39,20 +38,9 @@ def _env() -> dict[str, str]:
 
 
 @pytest.fixture(scope="module")
-def run(tmp_path_factory: pytest.TempPathFactory, worker_id: str) -> str:
-    """The launcher run's output directory; made once per session, shared by xdist's workers
-    (under a lock in their common temporary directory)."""
-    if worker_id == "master":
-        return _launch(str(tmp_path_factory.mktemp("mw")))
-    shared = tmp_path_factory.getbasetemp().parent / "multiworker_run"
-    with open(str(shared) + ".lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        done = shared / "launch_ok"
-        if not done.exists():
-            shared.mkdir(exist_ok=True)
-            _launch(str(shared))
-            done.write_text("ok")
-    return str(shared)
+def run(once_per_session) -> str:
+    """The launcher run's output directory; made once per test session."""
+    return str(once_per_session("multiworker_run", lambda out: _launch(str(out))))
 
 
 def _launch(out: str) -> str:
@@ -126,15 +114,39 @@ def test_checkpoint_restores_into_simple_trainer(run: str) -> None:
         assert not np.array_equal(got, old)
 
 
-def test_a_dead_worker_makes_the_other_fail_in_bounded_time(tmp_path) -> None:
+def _start_workers(out, *args: str) -> list[subprocess.Popen]:
+    """Two workers of mw_job.py without the launcher (which would stop a survivor itself)."""
     cluster = local_cluster(2)
     procs = []
     for k in range(2):
         env = _env()
         env.update(TF_CONFIG=ClusterSpec(cluster, "worker", k).to_tf_config(), MW_TIMEOUT="10")
-        procs.append(subprocess.Popen(
-            [sys.executable, JOB, "--out", str(tmp_path), "--steps", "100000", "--epochs", "1",
-             "--die-at", "5"], env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True))
+        procs.append(subprocess.Popen([sys.executable, JOB, "--out", str(out), *args], env=env,
+                                      stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True))
+    return procs
+
+
+def test_a_sigterm_on_one_worker_stops_both_after_the_same_step_and_the_chief_saves_it(tmp_path) -> None:
+    from trainstack.callbacks import load_loop_state  # noqa: PLC0415
+
+    procs = _start_workers(tmp_path, "--steps", "100000", "--epochs", "1", "--die-at", "5", "--signal", "TERM")
+    try:
+        codes = [p.wait(timeout=120) for p in procs]
+        outputs = [p.stdout.read() for p in procs]
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+    assert codes == [143, 143], outputs[0][-3000:] + outputs[1][-3000:]
+    # worker 1 asked at step 5; the request rode in step 6's all-reduce; both stopped after it
+    assert load_loop_state(tmp_path / "worker0")["global_step"] == 6
+    assert "received by another process" in outputs[0]
+    assert all("stopping after this step" in out for out in outputs)
+
+
+def test_a_dead_worker_makes_the_other_fail_in_bounded_time(tmp_path) -> None:
+    procs = _start_workers(tmp_path, "--steps", "100000", "--epochs", "1", "--die-at", "5")
     try:
         assert procs[1].wait(timeout=120) == -9  # SIGKILLed itself at step 5
         died = time.monotonic()

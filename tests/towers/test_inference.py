@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from trainstack.towers.inference import (BinaryClassificationStats, ClassificationError, Inferencer,
+from trainstack.towers.predict.inference import (BinaryClassificationStats, ClassificationError, Inferencer,
                                          ScalarStats)
 
 

@@ -9,8 +9,8 @@ import tensorflow as tf
 from trainstack.callbacks import PeriodicTrigger, ProcessTensors
 from trainstack.inputs import FeedInput, InputError, QueueInput, StagingInput
 from trainstack.towers import SimpleTrainer, VariableReuseError, get_current_tower_context
-from trainstack.towers.inference import ClassificationError, Inferencer, ScalarStats
-from trainstack.towers.inference_runner import InferenceRunner
+from trainstack.towers.predict.inference import ClassificationError, Inferencer, ScalarStats
+from trainstack.towers.predict.inference_runner import InferenceRunner
 
 
 @pytest.fixture

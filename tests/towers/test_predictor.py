@@ -9,7 +9,7 @@ import tensorflow as tf
 from trainstack.inputs import InputSignatureError
 from trainstack.towers import (ModelDesc, OnlinePredictor, SimpleTrainer, TowerFunc,
                                VariableReuseError, get_current_tower_context)
-from trainstack.towers.predictor import predict_device
+from trainstack.towers.predict.predictor import predict_device
 
 
 @pytest.fixture
@@ -75,7 +75,7 @@ def test_unknown_names_fail_when_the_predictor_is_built(trained):
     trainer, _ = trained
     with pytest.raises(KeyError, match=r"no tensor named 'probs' in tower 'predict_tower0'.*'accuracy'"):
         trainer.get_predictor(["x", "label"], ["probs"])
-    with pytest.raises(KeyError, match=r"unknown inputs \['image'\]"):
+    with pytest.raises(KeyError, match=r"input 'image' is neither an input of the tower function"):
         trainer.get_predictor(["image"], ["logits"])
     with pytest.raises(TypeError, match="list of names"):
         trainer.get_predictor([], ["logits"])

@@ -16,7 +16,7 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 import pytest
 import tensorflow as tf
 
-from trainstack.towers.runtime import RuntimeConfig, reject_session_args
+from trainstack.towers.session.runtime import RuntimeConfig, reject_session_args
 
 
 def run_python(code: str) -> dict:
@@ -32,8 +32,8 @@ def test_apply_before_tensorflow_starts_then_too_late():
     out = run_python("""
         import json
         import tensorflow as tf
-        import trainstack.towers.sessinit  # importing the layer must not start TensorFlow's devices
-        from trainstack.towers.runtime import RuntimeConfig
+        import trainstack.towers.session.sessinit  # importing the layer must not start TensorFlow's devices
+        from trainstack.towers.session.runtime import RuntimeConfig
 
         config = RuntimeConfig(intra_op_threads=2, inter_op_threads=3, soft_placement=False, xla=True,
                                logical_cpu_devices=3, visible_gpus=[])
@@ -76,7 +76,7 @@ def test_defaults_apply_even_after_tensorflow_started():
     out = run_python("""
         import json
         import tensorflow as tf
-        from trainstack.towers.runtime import RuntimeConfig
+        from trainstack.towers.session.runtime import RuntimeConfig
         tf.constant(0)
         RuntimeConfig().apply()
         print(json.dumps({"soft": tf.config.get_soft_device_placement()}))
@@ -90,7 +90,7 @@ def test_gpu_memory_growth_and_visible_gpus():
     out = run_python("""
         import json
         import tensorflow as tf
-        from trainstack.towers.runtime import RuntimeConfig
+        from trainstack.towers.session.runtime import RuntimeConfig
         RuntimeConfig(gpu_memory_growth=True, visible_gpus=[0]).apply()
         gpus = tf.config.get_visible_devices("GPU")
         x = tf.constant(1.0) + 1

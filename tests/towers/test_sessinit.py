@@ -19,7 +19,7 @@ import tensorflow as tf
 
 from trainstack.callbacks import ModelSaver
 from trainstack.loop import Trainer
-from trainstack.towers.sessinit import (ChainInit, CheckpointInit, DictRestore, JustCurrentSession,
+from trainstack.towers.session.sessinit import (ChainInit, CheckpointInit, DictRestore, JustCurrentSession,
                                         SaverRestore, SaverRestoreRelaxed, SessionInit, SmartInit,
                                         get_model_loader)
 

@@ -6,18 +6,20 @@ from .gpu import GPUUtilizationTracker, PeakMemoryTracker
 from .graph import CheckNumerics, DumpTensor, DumpTensors, ProcessTensors, RunOp, RunUpdateOps
 from .jsonwriter import JSONWriter
 from .logdir import auto_set_dir, get_logger_dir, set_logger_dir, unset_logger_dir
-from .param import (GraphVarParam, HumanHyperParamSetter, HyperParam, HyperParamSetter,
-                    HyperParamSetterWithFunc, NamedParam, ObjAttrParam, OptimizerParam,
-                    ScheduledHyperParamSetter, StatMonitorParamSetter, TFVariableParam)
+from . import logger
+from .porting import KerasPhaseCallback, get_num_gpu, tfv1
+from .hyperparam import GraphVarParam, HyperParam, NamedParam, ObjAttrParam, OptimizerParam, TFVariableParam
+from .param import (HumanHyperParamSetter, HyperParamSetter, HyperParamSetterWithFunc, ScheduledHyperParamSetter,
+                    StatMonitorParamSetter)
 from .printer import ScalarPrinter
 from .profiler import GraphProfiler
 from .progress import ProgressBar
 from .proxy import CallbackFactory, ProxyCallback
 from .saver import MaxSaver, MinSaver, ModelSaver, checkpoint_objects_of, load_loop_state, restore_loop_state
 from .stopping import EarlyStopping, TerminateOnNaN
-from .summary import (MergeAllSummaries, MovingAverageSummary, SimpleMovingAverage,
-                      SummaryCollection, add_moving_summary, add_tensor_summary,
-                      get_summary_collection, summary_collection_scope)
+from .summary import (SummaryCollection, add_moving_summary, add_tensor_summary, get_summary_collection,
+                      summary_collection_scope)
+from .summary_callbacks import MergeAllSummaries, MovingAverageSummary, SimpleMovingAverage
 from .tfevent import TFEventWriter
 from .timing import EstimatedTimeLeft, ThroughputTracker
 from .trigger import EnableCallbackIf, PeriodicCallback, PeriodicTrigger
@@ -45,4 +47,6 @@ __all__ = [
     "RunOp", "RunUpdateOps", "ProcessTensors", "DumpTensors", "DumpTensor", "CheckNumerics",
     # profiling
     "GPUUtilizationTracker", "PeakMemoryTracker", "GraphProfiler",
+    # porting tensorpack scripts: its logger module, tfv1, get_num_gpu, KerasPhaseCallback
+    "logger", "tfv1", "get_num_gpu", "KerasPhaseCallback",
 ]

@@ -11,7 +11,7 @@ from trainstack.loop import Callback, MonitorBase
 from .jsonwriter import JSONWriter
 from .printer import ScalarPrinter
 from .progress import ProgressBar
-from .summary import MergeAllSummaries, MovingAverageSummary
+from .summary_callbacks import MergeAllSummaries, MovingAverageSummary
 from .graph import RunUpdateOps
 from .tfevent import TFEventWriter
 

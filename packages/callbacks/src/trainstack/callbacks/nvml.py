@@ -1,11 +1,18 @@
-"""A minimal NVML binding (ctypes on libnvidia-ml.so.1): GPU utilization, nothing else.
+"""GPU utilization through NVML: the few calls GPUUtilizationTracker needs, over ``pynvml``.
 
-Kept to the few calls GPUUtilizationTracker needs, so that reading the GPUs
-adds no dependency.
+``pynvml`` comes from nvidia-ml-py, NVIDIA's binding, an optional dependency
+(``pip install 'trainstack-callbacks[gpu]'``). Without it, or without an NVIDIA
+driver, :class:`NVML` raises :class:`NVMLError` and the tracker does nothing.
 """
 from __future__ import annotations
 
-import ctypes
+import contextlib
+from typing import Any, Iterator
+
+try:
+    import pynvml
+except ImportError:  # the optional extra is not installed
+    pynvml = None
 
 __all__ = ["NVML", "NVMLError"]
 
@@ -14,20 +21,24 @@ class NVMLError(RuntimeError):
     """NVML is missing, or one of its calls failed."""
 
 
-class _Utilization(ctypes.Structure):
-    _fields_ = [("gpu", ctypes.c_uint), ("memory", ctypes.c_uint)]
+@contextlib.contextmanager
+def _calling(what: str) -> Iterator[None]:
+    """Raise pynvml's errors (and a missing library) as :class:`NVMLError`, naming ``what``."""
+    try:
+        yield
+    except pynvml.NVMLError as e:
+        code = getattr(e, "value", None)
+        raise NVMLError(f"NVML {what} failed: {e} (code {code})") from None
 
 
 class NVML:
     """An initialized NVML session; use as a context manager or call :meth:`shutdown`."""
 
     def __init__(self) -> None:
-        try:
-            self._lib = ctypes.CDLL("libnvidia-ml.so.1")
-        except OSError as e:
-            raise NVMLError(f"cannot load libnvidia-ml.so.1 (no NVIDIA driver?): {e}") from None
-        self._lib.nvmlErrorString.restype = ctypes.c_char_p
-        self._check("nvmlInit_v2", self._lib.nvmlInit_v2())
+        if pynvml is None:
+            raise NVMLError("nvidia-ml-py is not installed (pip install 'trainstack-callbacks[gpu]')")
+        with _calling("nvmlInit"):
+            pynvml.nvmlInit()
 
     def __enter__(self) -> "NVML":
         return self
@@ -36,31 +47,21 @@ class NVML:
         self.shutdown()
 
     def shutdown(self) -> None:
-        self._check("nvmlShutdown", self._lib.nvmlShutdown())
+        with _calling("nvmlShutdown"):
+            pynvml.nvmlShutdown()
 
     def device_count(self) -> int:
-        count = ctypes.c_uint()
-        self._check("nvmlDeviceGetCount_v2", self._lib.nvmlDeviceGetCount_v2(ctypes.byref(count)))
-        return count.value
+        with _calling("nvmlDeviceGetCount"):
+            return int(pynvml.nvmlDeviceGetCount())
 
-    def handle(self, device: int | str) -> ctypes.c_void_p:
+    def handle(self, device: int | str) -> Any:
         """The handle of a device given by NVML index or by UUID ("GPU-...", "MIG-...")."""
-        handle = ctypes.c_void_p()
-        if isinstance(device, int):
-            ret = self._lib.nvmlDeviceGetHandleByIndex_v2(ctypes.c_uint(device), ctypes.byref(handle))
-        else:
-            ret = self._lib.nvmlDeviceGetHandleByUUID(device.encode(), ctypes.byref(handle))
-        self._check(f"getting the handle of GPU {device!r}", ret)
-        return handle
+        with _calling(f"getting the handle of GPU {device!r}"):
+            if isinstance(device, int):
+                return pynvml.nvmlDeviceGetHandleByIndex(device)
+            return pynvml.nvmlDeviceGetHandleByUUID(device)
 
-    def utilization(self, handle: ctypes.c_void_p) -> int:
+    def utilization(self, handle: Any) -> int:
         """Percent of the last sample period (1/6 s to 1 s) during which a kernel ran."""
-        rates = _Utilization()
-        self._check("nvmlDeviceGetUtilizationRates",
-                    self._lib.nvmlDeviceGetUtilizationRates(handle, ctypes.byref(rates)))
-        return rates.gpu
-
-    def _check(self, what: str, ret: int) -> None:
-        if ret != 0:
-            message = self._lib.nvmlErrorString(ret).decode(errors="replace")
-            raise NVMLError(f"NVML {what} failed: {message} (code {ret})")
+        with _calling("nvmlDeviceGetUtilizationRates"):
+            return int(pynvml.nvmlDeviceGetUtilizationRates(handle).gpu)

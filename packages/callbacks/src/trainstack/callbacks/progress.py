@@ -69,7 +69,7 @@ class ProgressBar(Callback):
 
     def _trigger_step(self) -> None:
         if self._bar is not None:
-            self._bar.update(1)
+            self._bar.update(self.trainer.loop.run_size)
 
     def _after_epoch(self) -> None:
         self._close()
@@ -84,7 +84,7 @@ class ProgressBar(Callback):
             return False
         if self.local_step == self.trainer.steps_per_epoch - 1:
             return True
-        return (bar.n + 1 - bar.last_print_n >= bar.miniters
+        return (bar.n + self.trainer.loop.run_size - bar.last_print_n >= bar.miniters
                 and time.time() - bar.last_print_t >= bar.mininterval)
 
     def _close(self) -> None:

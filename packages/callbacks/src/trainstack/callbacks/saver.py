@@ -36,6 +36,7 @@ import os
 import re
 from typing import Any, Mapping
 
+import numpy as np
 import tensorflow as tf
 
 from trainstack.loop import Callback, Trainer
@@ -55,7 +56,8 @@ _VALUE_SUFFIX = "/.ATTRIBUTES/VARIABLE_VALUE"
 
 # Disk trouble while saving is logged, not raised: a full disk must not kill a long run.
 _SAVE_ERRORS = (OSError, tf.errors.PermissionDeniedError, tf.errors.ResourceExhaustedError,
-                tf.errors.AlreadyExistsError, tf.errors.UnavailableError)
+                tf.errors.AlreadyExistsError, tf.errors.UnavailableError,
+                tf.errors.FailedPreconditionError, tf.errors.NotFoundError)  # e.g. "not a directory"
 
 
 # -- helpers shared by the savers -------------------------------------------------------------
@@ -99,6 +101,31 @@ def _loop_state_module(state: Mapping[str, Any]) -> tf.Module:
 def _capture_loop_state(module: tf.Module, trainer: Trainer) -> None:
     for key, value in trainer.loop.state_dict().items():
         getattr(module, key).assign(value)
+
+
+def _non_finite(objects: Mapping[str, Any]) -> str | None:
+    """The first variable of ``objects`` holding a NaN or an infinity (its path), or None."""
+    for key, obj in objects.items():
+        variables = [obj] if isinstance(obj, tf.Variable) else getattr(obj, "variables", ())
+        for v in variables:
+            if tf.as_dtype(v.dtype).is_floating and not np.isfinite(v.numpy()).all():
+                return f"{key}/{getattr(v, 'path', None) or v.name}"
+    return None
+
+
+def _refuse_non_finite(saver: Callback, objects: Mapping[str, Any], directory: str | None,
+                       latest: str | None) -> bool:
+    """Whether ``saver`` must not save now because the weights are not finite (logged, and
+    training is stopped: a NaN does not heal, and the good checkpoints must stay)."""
+    bad = _non_finite(objects)
+    if bad is None:
+        return False
+    message = (f"{saver.name}: not saving global_step {saver.global_step}: {bad} holds NaN or Inf. "
+               f"The last good checkpoint is {latest or f'none (in {directory})'}")
+    logger.error(message)
+    if not saver.trainer.loop.stop_requested:
+        saver.trainer.request_stop(message)
+    return True
 
 
 def _resolve_dir(checkpoint_dir: str | os.PathLike | None, who: str) -> str:
@@ -160,8 +187,9 @@ class ModelSaver(Callback):
 
     Triggered at each epoch by default (wrap in ``PeriodicTrigger`` to change that), and once
     more in ``after_train`` when the last epoch finished after the last save, so the final
-    model is never lost. A run that failed mid-epoch is not saved then: its state may be bad,
-    and saving could rotate a good checkpoint out.
+    model is never lost, or when SIGTERM / Ctrl-C interrupted training (a checkpoint of the
+    last step, mid-epoch: resuming from it misses no step). A run that failed mid-epoch is
+    not saved then: its state may be bad, and saving could rotate a good checkpoint out.
 
     ``max_to_keep`` (None: keep all) and ``keep_checkpoint_every_n_hours`` are those of
     ``tf.train.CheckpointManager``; "keep" means "do not delete", not "create".
@@ -187,7 +215,7 @@ class ModelSaver(Callback):
 
     def _setup_graph(self) -> None:
         self.checkpoint_dir = _resolve_dir(self._checkpoint_dir_arg, self.name)
-        objects = checkpoint_objects_of(self.trainer, self.name)
+        self._objects = objects = checkpoint_objects_of(self.trainer, self.name)
         self._loop_state = _loop_state_module(self.trainer.loop.state_dict())
         self.checkpoint = tf.train.Checkpoint(**objects, **{LOOP_STATE_KEY: self._loop_state})
         self.manager = tf.train.CheckpointManager(
@@ -198,12 +226,15 @@ class ModelSaver(Callback):
         self.save()
 
     def _after_train(self) -> None:
-        if (self.trainer.loop.epoch_finished and self.global_step > 0
+        loop = self.trainer.loop
+        if ((loop.epoch_finished or loop.interrupted) and self.global_step > 0
                 and _checkpoint_number(self.manager.latest_checkpoint) != self.global_step):
             self.save()
 
     def save(self) -> str | None:
         """Write a checkpoint now, numbered by ``global_step``; return its path (None on disk error)."""
+        if _refuse_non_finite(self, self._objects, self.checkpoint_dir, self.manager.latest_checkpoint):
+            return None
         _capture_loop_state(self._loop_state, self.trainer)
         try:
             path = self.manager.save(checkpoint_number=self.global_step)
@@ -252,7 +283,7 @@ class MinSaver(Callback):
     def _setup_graph(self) -> None:
         base = _resolve_dir(self._checkpoint_dir_arg, self.name)
         self.directory = os.path.join(base, self.filename)
-        objects = checkpoint_objects_of(self.trainer, self.name)
+        self._objects = objects = checkpoint_objects_of(self.trainer, self.name)
         self._loop_state = _loop_state_module(self.trainer.loop.state_dict())
         with tf.device("CPU:0"):
             self._best_stat = tf.Variable(math.nan, dtype=tf.float64, trainable=False, name=_BEST_STAT_KEY)
@@ -288,6 +319,8 @@ class MinSaver(Callback):
             self._save(value)
 
     def _save(self, value: float) -> None:
+        if _refuse_non_finite(self, self._objects, self.directory, self.manager.latest_checkpoint):
+            return
         _capture_loop_state(self._loop_state, self.trainer)
         previous_best = self._best_stat.numpy()
         self._best_stat.assign(value)  # before saving: the checkpoint records its own stat

@@ -7,10 +7,12 @@ from numbers import Real
 from typing import Sequence
 
 import numpy as np
+import tensorflow as tf
 
 from trainstack.loop import Callback, RunContext, RunValues, StopTraining
 
 from ._checks import check_int
+from .logdir import get_logger_dir
 
 __all__ = ["TerminateOnNaN", "EarlyStopping"]
 
@@ -50,9 +52,17 @@ class TerminateOnNaN(Callback):
             shown = _non_finite(value)
             if shown is not None:
                 message = (f"{self.name}: {name!r} is {shown} at global_step {self.global_step} "
-                           f"(epoch {self.epoch_num}, local step {self.local_step}); stopping training")
+                           f"(epoch {self.epoch_num}, local step {self.local_step}); stopping training. "
+                           f"The last good checkpoint is {_latest_checkpoint()}")
                 logger.error(message)
                 raise StopTraining(message)
+
+
+def _latest_checkpoint() -> str:
+    """The newest checkpoint in the logger directory (where ModelSaver writes by default)."""
+    directory = get_logger_dir()
+    latest = tf.train.latest_checkpoint(directory) if directory else None
+    return latest or f"none (in the logger directory {directory})"
 
 
 def _non_finite(value: object) -> str | None:

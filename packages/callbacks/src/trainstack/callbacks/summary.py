@@ -1,4 +1,5 @@
-"""Summaries: values recorded while a step is traced, and the callbacks that report them.
+# About 400 lines: the collection and the in-graph ops that record into it are one concept (see below).
+"""Summaries recorded while a step is traced: SummaryCollection, add_moving_summary, add_tensor_summary.
 
 TF1 kept summaries and moving-average ops in graph collections. In TF2 a step
 is a ``tf.function``; what it records at trace time goes into a
@@ -6,22 +7,16 @@ is a ``tf.function``; what it records at trace time goes into a
 
 - :func:`add_moving_summary` keeps an exponential moving average (EMA) of a
   scalar in a non-trainable variable, updated inside the step (a stateful op
-  in a ``tf.function`` runs on every call); :class:`MovingAverageSummary`
-  reads the averages and puts them to ``trainer.monitors``.
+  in a ``tf.function`` runs on every call);
 - :func:`add_tensor_summary` keeps the last value of a tensor (or reads a
-  variable directly); :func:`MergeAllSummaries` puts those values to the
-  monitors. Nothing goes to the host until a callback reports.
+  variable directly). Nothing goes to the host until a callback reports
+  (the callbacks of :mod:`~trainstack.callbacks.summary_callbacks`).
 
 Which collection records is chosen when the step is *traced*: the one made
 current by :func:`summary_collection_scope` (per thread: the scope does not
 leak into other threads), else the process-wide default. Higher layers (a
 tower context) push their own collection while tracing, and push ``None`` to
-discard the summaries of towers other than the main one. Callbacks read the
-collection given to them, else ``trainer.summary_collection`` when the
-trainer has one, else the default.
-
-:class:`SimpleMovingAverage` needs no collection: it fetches named values
-every step and averages them in Python.
+discard the summaries of towers other than the main one.
 """
 from __future__ import annotations
 
@@ -30,20 +25,16 @@ import contextvars
 import re
 import threading
 import weakref
-from collections import deque
 from typing import Any, Callable, Iterator, Sequence
 
 import numpy as np
 import tensorflow as tf
 
-from trainstack.loop import Callback, RunContext, RunValues
-
-from .graph import _fetch_names, _is_variable, _to_numpy
+from .graph import _is_variable
 
 __all__ = [
     "SummaryCollection", "get_summary_collection", "summary_collection_scope",
     "add_moving_summary", "add_tensor_summary",
-    "MovingAverageSummary", "MergeAllSummaries", "SimpleMovingAverage",
 ]
 
 #: Summary types of :func:`add_tensor_summary` -> suffix of the reported name.
@@ -383,18 +374,6 @@ def _histogram_stats(x: Any) -> tf.Tensor:
     return tf.concat([head, counts], axis=0)
 
 
-def _histogram(stats: np.ndarray) -> tf.compat.v1.HistogramProto:
-    """The TensorBoard histogram of statistics made by :func:`_histogram_stats`."""
-    lo, hi, num, total, squares = (float(v) for v in stats[:5])
-    if num == 0:
-        return tf.compat.v1.HistogramProto()
-    left, right = (lo - 0.5, hi + 0.5) if hi <= lo else (lo, hi)  # as in _histogram_stats
-    edges = np.linspace(left, right, _HISTOGRAM_BUCKETS + 1)
-    return tf.compat.v1.HistogramProto(min=lo, max=hi, num=num, sum=total, sum_squares=squares,
-                                       bucket_limit=edges[1:].tolist(),
-                                       bucket=[float(c) for c in stats[5:]])
-
-
 _REDUCTIONS: dict[str, Callable[[Any], tf.Tensor]] = {
     "scalar": tf.identity,
     "histogram": _histogram_stats,
@@ -436,157 +415,3 @@ def _as_tensor(x: Any, name: str) -> tf.Tensor:
     except (TypeError, ValueError) as e:
         raise TypeError(f"summary {name!r}: expected a tensor, got {x!r:.60} "
                         f"({type(x).__name__})") from e
-
-
-# -- callbacks ---------------------------------------------------------------------------------
-def _collection_of(cb: Callback, collection: SummaryCollection | None) -> SummaryCollection:
-    """The collection given to ``cb``, else the trainer's ``summary_collection``, else the default."""
-    if collection is not None:
-        return collection
-    found = getattr(cb.trainer, "summary_collection", None)
-    if found is None:
-        return _DEFAULT
-    if not isinstance(found, SummaryCollection):
-        raise TypeError(f"{cb.name}: trainer.summary_collection must be a SummaryCollection, got "
-                        f"{found!r} ({type(found).__name__})")
-    return found
-
-
-class MovingAverageSummary(Callback):
-    """Put the moving averages of :func:`add_moving_summary` to the monitors at each trigger.
-
-    In tensorpack this callback ran the EMA-update ops with every step; in
-    TF2 the updates are ops of the step's graph and run with it, so this
-    callback only reads the averages (under their names) when triggered,
-    after each epoch by default.
-
-    ``collection``: the :class:`SummaryCollection` to read (default: the
-    trainer's ``summary_collection``, else the process-wide default).
-    ``train_op`` (tensorpack: the op to attach the updates to) must be None.
-    """
-
-    def __init__(self, collection: SummaryCollection | None = None, train_op: None = None) -> None:
-        self._requested = _check_collection("MovingAverageSummary", "collection", collection)
-        if train_op is not None:
-            raise ValueError("MovingAverageSummary(train_op=...) has no meaning in TF2: the averages "
-                             "are updated inside the step that called add_moving_summary()")
-        self.collection: SummaryCollection | None = None
-
-    def _setup_graph(self) -> None:
-        self.collection = _collection_of(self, self._requested)
-
-    def _trigger(self) -> None:
-        for name, value in self.collection.moving_average_values().items():
-            self.trainer.monitors.put_scalar(name, value)
-
-
-class _MergeAllSummaries(Callback):
-    """Put the summaries of :func:`add_tensor_summary` to the monitors (see MergeAllSummaries)."""
-
-    def __init__(self, period: int, collection: SummaryCollection | None) -> None:
-        self._period = period
-        self._requested = collection
-        self.collection: SummaryCollection | None = None
-        self.name = "MergeAllSummaries"
-
-    def _setup_graph(self) -> None:
-        self.collection = _collection_of(self, self._requested)
-
-    def _period_hit(self) -> bool:
-        return bool(self._period) and (self.local_step + 1) % self._period == 0
-
-    def _report(self) -> None:
-        histograms = []
-        for name, kind, value in self.collection.summary_values():
-            if kind == "scalar":
-                self.trainer.monitors.put_scalar(name, value)
-            else:
-                histograms.append(tf.compat.v1.Summary.Value(tag=name, histo=_histogram(value)))
-        if histograms:
-            self.trainer.monitors.put_event(tf.compat.v1.Summary(value=histograms))
-
-
-class _MergeSummariesWithStep(_MergeAllSummaries):
-    """Report after the epoch's last step, and after every ``period``-th step of an epoch."""
-
-    def _trigger_step(self) -> None:
-        if self.local_step == self.trainer.steps_per_epoch - 1 or self._period_hit():
-            self._report()
-
-
-class _MergeSummariesAlone(_MergeAllSummaries):
-    """Report at each trigger (after each epoch by default), and every ``period`` steps."""
-
-    def overrides(self, hook: str) -> bool:
-        if hook == "trigger_step":
-            return bool(self._period)
-        return super().overrides(hook)
-
-    def _trigger_step(self) -> None:
-        if self._period_hit():
-            self._report()
-
-    def _trigger(self) -> None:
-        self._report()
-
-
-def MergeAllSummaries(period: int = 0, run_alone: bool = False,
-                      key: SummaryCollection | None = None) -> Callback:
-    """Put the summaries recorded by :func:`add_tensor_summary` to the monitors.
-
-    Scalars go to ``put_scalar``; histograms, in one ``tf.compat.v1.Summary``,
-    to ``put_event``. Values are the last ones recorded by the step (kept on
-    the device in variables, so that only reporting moves data to the host).
-
-    - ``period``: besides once an epoch, report after every ``period``-th step
-      of each epoch (``(local_step + 1) % period == 0``, as in tensorpack).
-    - ``run_alone``: tensorpack evaluated the summaries in a separate run;
-      in TF2 they come from the steps either way. False reports right after
-      the epoch's last step; True reports in ``trigger()`` (after the epoch,
-      or when a scheduler such as PeriodicTrigger triggers it).
-    - ``key``: the :class:`SummaryCollection` (default: the trainer's
-      ``summary_collection``, else the process-wide default).
-    """
-    if isinstance(period, bool) or not isinstance(period, int) or period < 0:
-        raise ValueError(f"MergeAllSummaries(period=...) must be a non-negative int, got {period!r}")
-    key = _check_collection("MergeAllSummaries", "key", key)
-    cls = _MergeSummariesAlone if run_alone else _MergeSummariesWithStep
-    return cls(period, key)
-
-
-class SimpleMovingAverage(Callback):
-    """Average named scalars over the last ``window_size`` steps, in Python.
-
-    The values are fetched with every step; at each trigger (after each
-    epoch by default) the average is put to the monitors as
-    ``<prefix><name>/SMA``.
-    """
-
-    def __init__(self, tensors: str | Sequence[str], window_size: int, prefix: str = "") -> None:
-        self._names = _fetch_names("SimpleMovingAverage", tensors)
-        if isinstance(window_size, bool) or not isinstance(window_size, int) or window_size <= 0:
-            raise ValueError(f"SimpleMovingAverage(window_size=...) must be a positive int, "
-                             f"got {window_size!r}")
-        if not isinstance(prefix, str):
-            raise TypeError(f"SimpleMovingAverage(prefix=...) must be a str, got {prefix!r}")
-        self._prefix = prefix
-        self._window: deque[list[float]] = deque(maxlen=window_size)
-
-    def _before_run(self, ctx: RunContext) -> list[str]:
-        return self._names
-
-    def _after_run(self, run_context: RunContext, run_values: RunValues) -> None:
-        values = []
-        for name, value in zip(self._names, run_values.results):
-            value = _to_numpy(value)
-            if value.ndim != 0:
-                raise ValueError(f"SimpleMovingAverage averages scalars; {name!r} has shape "
-                                 f"{value.shape}")
-            values.append(float(value))
-        self._window.append(values)
-
-    def _trigger(self) -> None:
-        if not self._window:
-            return
-        for name, avg in zip(self._names, np.mean(self._window, axis=0)):
-            self.trainer.monitors.put_scalar(f"{self._prefix}{name}/SMA", float(avg))

@@ -52,6 +52,8 @@ from trainstack.inputs import FeedInput, InputSource
 from trainstack.loop import Callback, MonitorBase, TrainLoop
 from trainstack.towers import SingleCostTrainer
 
+from .interrupt import AgreedInterrupt
+
 __all__ = ["HorovodTrainer", "BroadcastVariables", "HorovodShutdownError", "import_horovod"]
 
 logger = logging.getLogger("trainstack.distributed")
@@ -71,7 +73,7 @@ def import_horovod() -> Any:
     return hvd
 
 
-class HorovodTrainer(SingleCostTrainer):
+class HorovodTrainer(AgreedInterrupt, SingleCostTrainer):
     """Data-parallel training over Horovod processes; see the module docstring.
 
     ``average``: average the gradients over the processes (True) or sum them;
@@ -106,6 +108,7 @@ class HorovodTrainer(SingleCostTrainer):
         hvd.init()
         _pin_gpu(hvd.local_rank())
         super().__init__(xla_compile=xla_compile)
+        self._init_stop_agreement()  # a SIGTERM stops every rank after the same step (interrupt.py)
         logger.info("HorovodTrainer: rank %d of %d (local rank %d).", self.rank, self.size, self.local_rank)
 
     # -- the process's place ----------------------------------------------------------------------
@@ -151,6 +154,9 @@ class HorovodTrainer(SingleCostTrainer):
                 f"global step {self.global_step}: another rank failed, died, stopped answering for the Gloo "
                 "timeout or finished early (its log says which). This rank stops too.") from e
 
+    def _num_processes(self) -> int:
+        return self.size
+
     def _compute_gradients(self, tape: tf.GradientTape, cost: tf.Tensor) -> list:
         grads_and_vars = super()._compute_gradients(tape, cost)
         return self.allreduce(grads_and_vars)
@@ -164,9 +170,11 @@ class HorovodTrainer(SingleCostTrainer):
         if not present or self.size == 1:
             return grads_and_vars
         dense = [tf.convert_to_tensor(grads_and_vars[k][0]) for k in present]
+        dense.append(self.stop_request_tensor(dense[0].dtype))  # rides along: see interrupt.py
         op = self.hvd.Average if self.average else self.hvd.Sum
         with tf.name_scope("HorovodAllReduce"):
-            reduced = self.hvd.grouped_allreduce(dense, op=op, compression=self.compression)
+            *reduced, stop = self.hvd.grouped_allreduce(dense, op=op, compression=self.compression)
+        self._record_stop_agreed(stop)
         out = list(grads_and_vars)
         for k, g in zip(present, reduced):
             out[k] = (g, grads_and_vars[k][1])

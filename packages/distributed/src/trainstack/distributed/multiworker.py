@@ -46,10 +46,11 @@ import tensorflow as tf
 from trainstack.callbacks import JSONWriter, TFEventWriter
 from trainstack.loop import Callback
 from trainstack.towers import SingleCostTrainer
-from trainstack.towers.replicated import create_variables_outside_function
-from trainstack.towers.trainer import TowerResult
+from trainstack.towers.trainers.replicated import create_variables_outside_function
+from trainstack.towers.trainers.trainer import TowerResult
 
 from .cluster import ClusterSpec
+from .interrupt import AgreedInterrupt
 
 __all__ = ["DistributedTrainerReplicated", "BroadcastFromChief", "make_strategy"]
 
@@ -99,7 +100,7 @@ def make_strategy(cluster: ClusterSpec, *, timeout_seconds: float | None = 60.0,
     return strategy
 
 
-class DistributedTrainerReplicated(SingleCostTrainer):
+class DistributedTrainerReplicated(AgreedInterrupt, SingleCostTrainer):
     """Synchronous data-parallel training over the workers of a cluster; see the module docstring.
 
     ``cluster``: a :class:`ClusterSpec`, a cluster dict (then ``task_type`` and
@@ -125,6 +126,10 @@ class DistributedTrainerReplicated(SingleCostTrainer):
                                       implementation=implementation)
         super().__init__(xla_compile=xla_compile)
         self.is_chief = self.cluster_spec.is_chief
+        self._init_stop_agreement()  # a SIGTERM stops every worker after the same step (interrupt.py)
+
+    def _num_processes(self) -> int:
+        return self.num_workers
 
     @property
     def num_workers(self) -> int:
@@ -189,8 +194,10 @@ class DistributedTrainerReplicated(SingleCostTrainer):
         """The gradients all-reduced across the workers (None gradients kept as None)."""
         present = [i for i, (g, _) in enumerate(grads_and_vars) if g is not None]
         op = tf.distribute.ReduceOp.MEAN if self.average else tf.distribute.ReduceOp.SUM
-        reduced = tf.distribute.get_replica_context().all_reduce(
-            op, [tf.convert_to_tensor(grads_and_vars[i][0]) for i in present])
+        grads = [tf.convert_to_tensor(grads_and_vars[i][0]) for i in present]
+        *reduced, stop = tf.distribute.get_replica_context().all_reduce(
+            op, [*grads, self.stop_request_tensor(grads[0].dtype if grads else tf.float32)])
+        self._record_stop_agreed(stop)
         out = list(grads_and_vars)
         for i, g in zip(present, reduced):
             out[i] = (g, grads_and_vars[i][1])

@@ -50,8 +50,8 @@ import tensorflow as tf
 from trainstack.inputs import TFDatasetInput, normalize_signature
 from trainstack.loop import Callback
 from trainstack.towers import SingleCostTrainer, TowerContext, TowerFunc
-from trainstack.towers.gradproc import check_optimizer, unwrap_optimizer
-from trainstack.towers.replicated import create_variables_outside_function
+from trainstack.towers.tower.gradproc import check_optimizer, unwrap_optimizer
+from trainstack.towers.trainers.replicated import create_variables_outside_function
 
 from .cluster import ClusterSpec
 from .multiworker import _container

@@ -1,11 +1,11 @@
 """trainstack.inputs: InputSources, everything that brings data into the step function."""
 from .base import FeedfreeInput, InputSource
-from .dataflow import dataflow_size, repeat_passes, reset_dataflow
+from .dataflow import dataflow_size, numbered_passes, repeat_passes, reset_dataflow
 from .errors import EmptyDataFlowError, FrameError, InputError, InputSignatureError, InputWorkerError
 from .feed import FeedInput
 from .queue import QueueInput
 from .reader import InputReader
-from .signature import check_datapoint, check_tensors, normalize_signature
+from .signature import check_datapoint, check_datapoint_at, check_tensors, normalize_signature
 
 # feedfree sources: batch queue, tf.data, staging, tensors
 from .batchqueue import BatchQueueInput
@@ -19,8 +19,8 @@ from .remote import DataFlowServer, RemoteDataFlow, RemoteInput, serve_dataflow
 
 __all__ = [
     "InputSource", "FeedfreeInput", "FeedInput", "QueueInput", "InputReader",
-    "dataflow_size", "repeat_passes", "reset_dataflow",
-    "check_datapoint", "check_tensors", "normalize_signature",
+    "dataflow_size", "numbered_passes", "repeat_passes", "reset_dataflow",
+    "check_datapoint", "check_datapoint_at", "check_tensors", "normalize_signature",
     "InputError", "InputSignatureError", "EmptyDataFlowError", "InputWorkerError", "FrameError",
     # feedfree sources: batch queue, tf.data, staging, tensors
     "BatchQueueInput", "TFDatasetInput", "dataflow_to_dataset", "StagingInput", "TensorInput",

@@ -27,6 +27,7 @@ the default ``steps_per_epoch``, so by default an epoch is exactly one pass.
 from __future__ import annotations
 
 import contextlib
+import logging
 from typing import Iterator, Mapping, Sequence
 
 import tensorflow as tf
@@ -35,6 +36,8 @@ from trainstack.loop import Callback
 
 from .errors import InputError
 from .signature import check_tensors, normalize_signature
+
+logger = logging.getLogger("trainstack.inputs")
 
 __all__ = ["InputSource", "FeedfreeInput"]
 
@@ -46,7 +49,10 @@ class InputSource:
     ``_get_input_tensors(tower_index)``: one tower's tensors, in signature order;
     ``_size()``: datapoints per pass; ``_reset_state()``: before training (start
     threads, workers); ``_get_callbacks()``: callbacks the source needs;
-    ``_feed_signature()``: feeds the traced step must take ({} when feedfree).
+    ``_feed_signature()``: feeds the traced step must take ({} when feedfree);
+    ``_skip(n)``: start the stream after its first ``n`` datapoints (to resume a
+    run), or return False when the source cannot; ``_datapoints_per_step()``:
+    datapoints of the stream one training step uses (one per tower).
     """
 
     def __init__(self) -> None:
@@ -56,8 +62,11 @@ class InputSource:
         self._tower_index = 0
 
     # -- public API: bookkeeping, then the hook ---------------------------------
-    def setup(self, input_signature: Sequence[tf.TensorSpec], *, num_towers: int = 1) -> None:
-        """Prepare to produce inputs of ``input_signature`` for ``num_towers`` towers. Call once."""
+    def setup(self, input_signature: Sequence[tf.TensorSpec], *, num_towers: int = 1) -> list[Callback]:
+        """Prepare to produce inputs of ``input_signature`` for ``num_towers`` towers. Call once.
+
+        Returns :meth:`get_callbacks` (as tensorpack's ``InputSource.setup``), for the trainer
+        to register."""
         if self._signature is not None:
             raise InputError(f"{self.name} was already set up; an InputSource serves one trainer")
         if not isinstance(num_towers, int) or num_towers < 1:
@@ -66,6 +75,9 @@ class InputSource:
         self.num_towers = num_towers
         self._setup(signature)
         self._signature = signature
+        # tensorpack's contract: setup() returns the callbacks, so that a custom trainer can
+        # write self.register_callback(input.setup(signature))
+        return self.get_callbacks()
 
     @property
     def input_signature(self) -> tuple[tf.TensorSpec, ...]:
@@ -104,12 +116,17 @@ class InputSource:
         return check_tensors(self._get_input_tensors(index), signature, source=self.name)
 
     def get_callbacks(self) -> list[Callback]:
-        """Callbacks the trainer must register for this source (none are chief-only)."""
+        """Callbacks the trainer must register for this source (none are chief-only).
+
+        The same callbacks on every call (made once, after :meth:`setup`)."""
         self.input_signature  # noqa: B018
-        cbs = [*self._get_callbacks(), _ResetStateCallback(self)]
-        for cb in cbs:
-            cb.chief_only = False
-        return cbs
+        cbs = self.__dict__.get("_callbacks_made")
+        if cbs is None:
+            cbs = [*self._get_callbacks(), _ResetStateCallback(self)]
+            for cb in cbs:
+                cb.chief_only = False
+            self.__dict__["_callbacks_made"] = cbs
+        return list(cbs)
 
     def size(self) -> int:
         """Datapoints (batches) in one pass of the data: the default ``steps_per_epoch``."""
@@ -118,6 +135,25 @@ class InputSource:
     def reset_state(self) -> None:
         """Start (or restart) producing data; called before training by the source's callback."""
         self._reset_state()
+
+    def resume_at_step(self, global_step: int) -> bool:
+        """Continue the data where a run that made ``global_step`` training steps left it: the
+        stream starts after the datapoints those steps used. Call before :meth:`reset_state`
+        (the source's callback does, when the trainer resumes a run from its loop state).
+
+        Exact for a deterministic stream (a dataflow whose order does not depend on timing, a
+        tf.data pipeline with fixed seeds). Returns False, with a warning, when the source
+        cannot tell its position: it then starts where a fresh run does."""
+        n = global_step * self._datapoints_per_step()
+        if n == 0:
+            return True
+        if not self._skip(n):
+            logger.warning("%s cannot resume at its position in the data (after %d datapoints); it "
+                           "starts where a fresh run starts, so the resumed run sees other data than "
+                           "an uninterrupted one would.", self.name, n)
+            return False
+        logger.info("%s resumes after the %d datapoints that %d steps used.", self.name, n, global_step)
+        return True
 
     @property
     def name(self) -> str:
@@ -142,6 +178,12 @@ class InputSource:
     def _reset_state(self) -> None:
         pass
 
+    def _skip(self, n: int) -> bool:
+        return False
+
+    def _datapoints_per_step(self) -> int:
+        return self.num_towers
+
     # -- for subclasses ----------------------------------------------------------------
     def _traced_feeds(self) -> Mapping[str, tf.Tensor]:
         """The feed tensors of the trace in progress (see :meth:`tracing`)."""
@@ -157,7 +199,8 @@ class FeedfreeInput(InputSource):
 
 
 class _ResetStateCallback(Callback):
-    """Calls ``source.reset_state()`` before training."""
+    """Calls ``source.reset_state()`` before training; first, when the trainer resumes a run
+    (its loop state was loaded from a checkpoint), ``source.resume_at_step(global_step)``."""
 
     def __init__(self, source: InputSource) -> None:
         self.source = source
@@ -166,6 +209,8 @@ class _ResetStateCallback(Callback):
         return f"ResetState({self.source.name})"
 
     def _before_train(self) -> None:
+        if self.trainer.loop.resumed:
+            self.source.resume_at_step(self.global_step)
         self.source.reset_state()
 
 

@@ -11,10 +11,10 @@ from typing import Any, Iterator, Sequence
 
 import tensorflow as tf
 
-from .dataflow import dataflow_size, repeat_passes, reset_dataflow
+from .dataflow import dataflow_size
 from .errors import InputError, InputSignatureError
 from .queue import QueueInput
-from .signature import check_datapoint
+from .signature import check_datapoint_at
 
 __all__ = ["BatchQueueInput"]
 
@@ -83,6 +83,9 @@ class BatchQueueInput(QueueInput):
     def datapoints(self) -> Iterator[Sequence[Any]]:
         """What the thread enqueues: single examples, checked against the signature without
         its batch dimension, pass after pass."""
-        reset_dataflow(self.dataflow)
-        for dp in repeat_passes(self.dataflow, f"{self.name}'s dataflow"):
-            yield check_datapoint(dp, self.example_signature, source=f"{self.name} (one example)")
+        for pass_num, index, dp in self._stream():
+            yield check_datapoint_at(pass_num, index, dp, self.example_signature,
+                                     source=f"{self.name} (one example)")
+
+    def _datapoints_per_step(self) -> int:
+        return self.num_towers * self.batch_size

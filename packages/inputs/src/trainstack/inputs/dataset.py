@@ -14,7 +14,7 @@ import tensorflow as tf
 from .base import FeedfreeInput
 from .dataflow import dataflow_size, reset_dataflow
 from .errors import EmptyDataFlowError, InputError, InputSignatureError
-from .signature import check_datapoint, normalize_signature
+from .signature import check_datapoint_at, normalize_signature
 
 __all__ = ["TFDatasetInput", "dataflow_to_dataset"]
 
@@ -47,13 +47,17 @@ class TFDatasetInput(FeedfreeInput):
             raise TypeError(f"TFDatasetInput takes a tf.data.Dataset (or a dataflow), got {dataset!r} "
                             f"({type(dataset).__name__})")
         self._iterator: Any = None  # a tf.data iterator, made at setup
+        self._may_be_empty = True  # whether a pass may yield nothing (unknown cardinality)
 
     def _setup(self, signature: tuple[tf.TensorSpec, ...]) -> None:
         if self.dataset is None:
             self.dataset = dataflow_to_dataset(self.dataflow, signature, source=self.name)
         _check_element_spec(self.dataset.element_spec, signature, self.name)
-        if int(self.dataset.cardinality()) == 0:
+        cardinality = int(self.dataset.cardinality())
+        if cardinality == 0:
             raise EmptyDataFlowError(f"{self.name}: the dataset has no element: nothing to train on")
+        # a dataset known to be non-empty never yields an empty pass: no per-step check needed
+        self._may_be_empty = cardinality < 0 and cardinality != tf.data.INFINITE_CARDINALITY
         self._iterator = iter(self.dataset.repeat())
 
     def _size(self) -> int:
@@ -74,18 +78,33 @@ class TFDatasetInput(FeedfreeInput):
             raise EmptyDataFlowError(f"{self.name}: the dataset has no element: nothing to train on")
         return n
 
+    def _skip(self, n: int) -> bool:
+        # the traced step holds this iterator: advance it (in one graph call), do not replace it
+        _advance(self._iterator, tf.constant(n, tf.int64))
+        return True
+
     def _get_input_tensors(self, tower_index: int) -> list[tf.Tensor]:
-        element = self._iterator.get_next_as_optional()
-        check = tf.debugging.Assert(
-            element.has_value(),
-            [f"{self.name}: the dataset yielded no element in a whole pass (EmptyDataFlowError); "
-             "an input needs at least one element per pass"])
-        with tf.control_dependencies([check]):
-            value = element.get_value()
+        if self._may_be_empty:
+            element = self._iterator.get_next_as_optional()
+            check = tf.debugging.Assert(
+                element.has_value(),
+                [f"{self.name}: the dataset yielded no element in a whole pass (EmptyDataFlowError); "
+                 "an input needs at least one element per pass"])
+            with tf.control_dependencies([check]):
+                value = element.get_value()
+        else:
+            value = self._iterator.get_next()
         tensors = _flatten_element(value, self.input_signature)
         # a spec more precise than the dataset's shapes (e.g. a fixed batch size) is checked per step
         return [tf.ensure_shape(t, spec.shape) if _more_precise(spec.shape, t.shape) else t
                 for t, spec in zip(tensors, self.input_signature)]
+
+
+@tf.function
+def _advance(iterator: Any, n: tf.Tensor) -> None:
+    """Drop the next ``n`` elements of ``iterator``."""
+    for _ in tf.range(n):
+        iterator.get_next()
 
 
 def _flatten_element(element: Any, signature: Sequence[tf.TensorSpec]) -> list[Any]:
@@ -145,8 +164,8 @@ def dataflow_to_dataset(dataflow: Any, signature: Sequence[tf.TensorSpec], *,
                         source: str = "dataflow_to_dataset") -> tf.data.Dataset:
     """A ``tf.data.Dataset`` of one pass of ``dataflow``: tuples of tensors in signature order.
 
-    Each datapoint is checked with :func:`check_datapoint` (an error names the
-    input and its spec); iterating the dataset again starts a new pass.
+    Each datapoint is checked with :func:`check_datapoint_at` (an error names the
+    input, its spec and the datapoint's position); iterating the dataset again starts a new pass.
     ``dataflow.reset_state()`` runs once, before the first pass. When the
     dataflow has ``__len__``, the dataset's cardinality is that length.
     The dataset runs the dataflow in this process (through ``tf.py_function``
@@ -155,16 +174,17 @@ def dataflow_to_dataset(dataflow: Any, signature: Sequence[tf.TensorSpec], *,
     """
     signature = normalize_signature(signature)
     what = f"{source}({type(dataflow).__name__})"
-    state = {"reset": False}
+    state = {"reset": False, "passes": 0}
 
     def one_pass():
         if not state["reset"]:
             reset_dataflow(dataflow)
             state["reset"] = True
+        pass_num, state["passes"] = state["passes"], state["passes"] + 1
         empty = True
-        for dp in dataflow:
+        for index, dp in enumerate(dataflow):
             empty = False
-            yield tuple(check_datapoint(dp, signature, source=what))
+            yield tuple(check_datapoint_at(pass_num, index, dp, signature, source=what))
         if empty:
             raise EmptyDataFlowError(f"{what}: the dataflow yielded no datapoint in a whole pass; "
                                      "an input needs at least one datapoint per pass")

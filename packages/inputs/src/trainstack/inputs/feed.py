@@ -8,8 +8,8 @@ import tensorflow as tf
 from trainstack.loop import Callback, RunArgs, RunContext
 
 from .base import InputSource, feed_name
-from .dataflow import dataflow_size, repeat_passes, reset_dataflow
-from .signature import check_datapoint
+from .dataflow import dataflow_size, numbered_passes, reset_dataflow
+from .signature import check_datapoint_at
 
 __all__ = ["FeedInput"]
 
@@ -26,7 +26,8 @@ class FeedInput(InputSource):
     def __init__(self, dataflow: Any) -> None:
         super().__init__()
         self.dataflow = dataflow
-        self._iterator: Iterator[Any] | None = None
+        self._iterator: Iterator[tuple[int, int, Any]] | None = None
+        self._to_skip = 0
 
     def _size(self) -> int:
         return dataflow_size(self.dataflow, f"{self.name}'s dataflow")
@@ -41,7 +42,12 @@ class FeedInput(InputSource):
 
     def _reset_state(self) -> None:
         reset_dataflow(self.dataflow)
-        self._iterator = repeat_passes(self.dataflow, f"{self.name}'s dataflow")
+        self._iterator = numbered_passes(self.dataflow, f"{self.name}'s dataflow", skip=self._to_skip)
+        self._to_skip = 0
+
+    def _skip(self, n: int) -> bool:
+        self._to_skip = n
+        return True
 
     def next_feeds(self) -> dict[str, Any]:
         """The feeds of the next hooked run: one checked datapoint per tower."""
@@ -49,7 +55,7 @@ class FeedInput(InputSource):
             self._reset_state()
         feeds = {}
         for k in range(self.num_towers):
-            arrays = check_datapoint(next(self._iterator), self.input_signature, source=self.name)
+            arrays = check_datapoint_at(*next(self._iterator), self.input_signature, source=self.name)
             for spec, arr in zip(self.input_signature, arrays):
                 feeds[feed_name(spec.name, k)] = arr
         return feeds
@@ -60,6 +66,8 @@ class FeedInput(InputSource):
 
 class _FeedCallback(Callback):
     """Gives each hooked run the next batch of a FeedInput."""
+
+    needs_every_step = True  # one batch per feed: a step function looping over steps would reuse it
 
     def __init__(self, source: FeedInput) -> None:
         self.source = source

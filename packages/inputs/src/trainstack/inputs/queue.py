@@ -17,8 +17,8 @@ import tensorflow as tf
 from trainstack.loop import Callback
 
 from .base import FeedfreeInput
-from .dataflow import dataflow_size, repeat_passes, reset_dataflow
-from .signature import check_datapoint
+from .dataflow import dataflow_size, numbered_passes, reset_dataflow
+from .signature import check_datapoint_at
 
 __all__ = ["QueueInput"]
 
@@ -48,6 +48,7 @@ class QueueInput(FeedfreeInput):
         self.error: BaseException | None = None
         self._fill_sum = 0
         self._fill_count = 0
+        self._to_skip = 0
 
     def _setup(self, signature: tuple[tf.TensorSpec, ...]) -> None:
         self.queue = tf.queue.FIFOQueue(self.queue_size, [s.dtype for s in signature],
@@ -66,9 +67,19 @@ class QueueInput(FeedfreeInput):
     # -- the thread ------------------------------------------------------------------
     def datapoints(self) -> Iterator[Sequence[Any]]:
         """What the thread enqueues: checked datapoints of pass after pass of the dataflow."""
+        for pass_num, index, dp in self._stream():
+            yield check_datapoint_at(pass_num, index, dp, self.input_signature, source=self.name)
+
+    def _stream(self) -> Iterator[tuple[int, int, Any]]:
+        """``(pass, index, datapoint)`` of the dataflow, pass after pass, after those to skip
+        (see ``_skip``)."""
         reset_dataflow(self.dataflow)
-        for dp in repeat_passes(self.dataflow, f"{self.name}'s dataflow"):
-            yield check_datapoint(dp, self.input_signature, source=self.name)
+        skip, self._to_skip = self._to_skip, 0
+        return numbered_passes(self.dataflow, f"{self.name}'s dataflow", skip=skip)
+
+    def _skip(self, n: int) -> bool:
+        self._to_skip = n
+        return True
 
     def _reset_state(self) -> None:
         self.stop()

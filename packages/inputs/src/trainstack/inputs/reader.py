@@ -47,6 +47,7 @@ class InputReader(Trainer):
                 return [reduce(source.get_input_tensors()) for _ in range(num_towers)]
 
         self._compiled = tf.function(step, input_signature=[source.feed_signature()])
+        self._compiled.get_concrete_function()  # trace now: a source's state (staging buffers) exists before training
         self.train_op = self
 
     def run_with_fetches(self, args: tuple, fetches: Sequence[str],

@@ -12,32 +12,48 @@ data, which is refused with :class:`FrameError`, as is a frame larger than
 tunnel (e.g. ``ssh -L``).
 
 A server serves one client at a time, pass after pass, until the client
-disconnects, then waits for the next; each client starts at the dataflow's
+disconnects, then serves the next; each client starts at the dataflow's
 first pass. The first frame tells the client the size of a pass (when the
 dataflow has a ``__len__``), which must agree with the client's ``size``.
+
+Handshakes run in threads of their own, each given ``handshake_timeout``
+seconds, so a peer that connects and then sends nothing, or garbage, or half
+a message, holds up neither the client being served nor the others: it is
+dropped (and logged) when its handshake fails or times out. At most
+``max_handshakes`` run at once; connections beyond them are closed at once.
 """
 from __future__ import annotations
 
 import itertools
 import logging
+import os
+import queue
+import socket
+import threading
 import time
 import traceback
 from multiprocessing import AuthenticationError
-from multiprocessing.connection import Client, Connection, Listener
+from multiprocessing.connection import Connection, answer_challenge, deliver_challenge
 from typing import Any, Iterator
 
-from .codec import decode_frame, encode_frame
-from .dataflow import reset_dataflow
+from trainstack.dataflow.codec import decode_frame, encode_frame
+from trainstack.dataflow.protocol import dataflow_len_or_none, reset_dataflow
+
 from .errors import EmptyDataFlowError, FrameError, InputError, InputWorkerError
 from .queue import QueueInput
 
-__all__ = ["serve_dataflow", "DataFlowServer", "RemoteDataFlow", "RemoteInput", "DEFAULT_MAX_FRAME_BYTES"]
+__all__ = ["serve_dataflow", "DataFlowServer", "RemoteDataFlow", "RemoteInput", "DEFAULT_MAX_FRAME_BYTES",
+           "DEFAULT_HANDSHAKE_TIMEOUT", "DEFAULT_MAX_HANDSHAKES"]
 
 logger = logging.getLogger("trainstack.inputs")
 
 #: The largest frame (one encoded datapoint) sent or accepted by default: 256 MiB.
 DEFAULT_MAX_FRAME_BYTES = 256 * 2**20
-_POLL_S = 0.25  # how often a waiting client checks whether it was closed or timed out
+#: Seconds a connecting peer has to complete the authentication handshake by default.
+DEFAULT_HANDSHAKE_TIMEOUT = 10.0
+#: How many handshakes a server runs at once by default (each in a thread).
+DEFAULT_MAX_HANDSHAKES = 32
+_POLL_S = 0.25  # how often a waiting client (or the server's accepting thread) checks whether it was closed
 
 
 def _parse_address(address: Any) -> tuple[str, int]:
@@ -66,6 +82,12 @@ def _check_max_frame_bytes(n: Any) -> int:
     return n
 
 
+def _check_positive(name: str, value: Any, kind: type = float) -> Any:
+    if isinstance(value, bool) or not isinstance(value, (int, kind)) or not value > 0:
+        raise ValueError(f"{name} must be a positive {kind.__name__}, got {value!r}")
+    return value
+
+
 def _peer(address: tuple[str, int] | None) -> str:
     return "an unknown address" if address is None else f"{address[0]}:{address[1]}"
 
@@ -76,43 +98,75 @@ class _ClientGone(Exception):
 
 class DataFlowServer:
     """Listens on ``address`` (``(host, port)`` or ``'host:port'``; port 0 picks a free one,
-    see :attr:`address`) and serves ``dataflow`` to clients that know ``authkey``."""
+    see :attr:`address`) and serves ``dataflow`` to clients that know ``authkey``.
+
+    A connecting peer has ``handshake_timeout`` seconds to authenticate; at
+    most ``max_handshakes`` handshakes run at once (see the module docstring).
+    """
 
     def __init__(self, dataflow: Any, address: Any, authkey: bytes | str, *,
-                 max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES) -> None:
+                 max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES,
+                 handshake_timeout: float = DEFAULT_HANDSHAKE_TIMEOUT,
+                 max_handshakes: int = DEFAULT_MAX_HANDSHAKES) -> None:
         self.dataflow = dataflow
         self.max_frame_bytes = _check_max_frame_bytes(max_frame_bytes)
-        self._listener = Listener(_parse_address(address), family="AF_INET",
-                                  authkey=_check_authkey(authkey))
+        self.handshake_timeout = _check_positive("handshake_timeout", handshake_timeout)
+        self.max_handshakes = _check_positive("max_handshakes", max_handshakes, int)
+        self._authkey = _check_authkey(authkey)
+        self._socket = socket.create_server(_parse_address(address), backlog=16)
+        self._socket.settimeout(_POLL_S)  # the accepting thread checks self._closed between waits
         self._closed = False
+        self._lock = threading.Lock()
+        self._ready: queue.Queue[tuple[Connection, str] | None] = queue.Queue()  # authenticated
+        self._handshake_slots = threading.BoundedSemaphore(self.max_handshakes)
+        # handshakes start now, so that clients connecting before serve() wait for their 'hello'
+        self._acceptor = threading.Thread(target=self._accept_loop, daemon=True,
+                                          name=f"DataFlowServer accept {_peer(self.address)}")
+        self._acceptor.start()
 
     @property
     def address(self) -> tuple[str, int]:
         """The (host, port) the server listens on."""
-        return self._listener.address
+        return self._socket.getsockname()[:2]
 
     def serve(self, max_clients: int | None = None) -> None:
-        """Serve clients one after another; return after ``max_clients`` (None: never).
+        """Serve authenticated clients one after another; return after ``max_clients`` (None:
+        never) or when :meth:`close` is called.
 
-        An error of the dataflow is sent to the client, then raised here. A
-        peer that connects and then says nothing holds up the handshake, and so
-        the server, until it disconnects.
+        An error of the dataflow is sent to the client, then raised here.
+        Peers that fail or stall their handshake are logged and dropped
+        without holding up the others.
         """
+        if self._closed:
+            raise OSError("the DataFlowServer was closed")
         reset_dataflow(self.dataflow)
         logger.info("serving %s on %s", type(self.dataflow).__name__, _peer(self.address))
         served = 0
         while max_clients is None or served < max_clients:
-            conn = self._accept()
-            if conn is None:
-                continue
+            item = self._ready.get()
+            if item is None:  # closed
+                self._ready.put(None)  # for another serve() waiting, if any
+                return
+            conn, peer = item
             served += 1
             with conn:
-                self._stream(conn, _peer(self._listener.last_accepted))
+                self._stream(conn, peer)
 
     def close(self) -> None:
-        """Stop listening."""
-        self._closed = True
-        self._listener.close()
+        """Stop listening; drop the connections waiting to be served and wake :meth:`serve`."""
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+        self._acceptor.join()  # it closes the socket (closing it under its accept() would race)
+        while True:
+            try:
+                item = self._ready.get_nowait()
+            except queue.Empty:
+                break
+            if item is not None:
+                item[0].close()
+        self._ready.put(None)
 
     def __enter__(self) -> DataFlowServer:
         return self
@@ -120,18 +174,51 @@ class DataFlowServer:
     def __exit__(self, *exc: Any) -> None:
         self.close()
 
-    def _accept(self) -> Connection | None:
+    def _accept_loop(self) -> None:
         try:
-            return self._listener.accept()
+            while not self._closed:
+                try:
+                    sock, address = self._socket.accept()
+                except TimeoutError:
+                    continue
+                except OSError as e:  # e.g. out of file descriptors: wait rather than spin
+                    logger.warning("accepting a connection failed: %s: %s", type(e).__name__, e)
+                    time.sleep(_POLL_S)
+                    continue
+                peer = _peer(address)
+                if self._closed:
+                    sock.close()
+                elif not self._handshake_slots.acquire(blocking=False):
+                    logger.warning("dropped a connection from %s: %d handshakes are already running "
+                                   "(max_handshakes)", peer, self.max_handshakes)
+                    sock.close()
+                else:
+                    threading.Thread(target=self._handshake, args=(sock, peer), daemon=True,
+                                     name=f"DataFlowServer handshake {peer}").start()
+        finally:
+            self._socket.close()
+
+    def _handshake(self, sock: socket.socket, peer: str) -> None:
+        """Authenticate ``peer`` within handshake_timeout; queue it for serve(), or drop it."""
+        try:
+            conn = _authenticate(sock, self._authkey, self.handshake_timeout, server=True)
         except AuthenticationError as e:
             logger.warning("refused a connection from %s: it failed authentication (%s); its authkey "
-                           "differs from this server's", _peer(self._listener.last_accepted), e)
-        except (OSError, EOFError) as e:
-            if self._closed:
-                raise
+                           "differs from this server's", peer, e)
+        except TimeoutError:
+            logger.warning("dropped a connection from %s: it did not complete the handshake within "
+                           "handshake_timeout=%s s", peer, self.handshake_timeout)
+        except Exception as e:  # noqa: BLE001 - OSError, EOFError, ...: whatever the peer did, drop it
             logger.warning("dropped a connection from %s during the handshake: %s: %s",
-                           _peer(self._listener.last_accepted), type(e).__name__, e)
-        return None
+                           peer, type(e).__name__, e)
+        else:
+            with self._lock:  # close() drains the queue after setting _closed under this lock
+                if not self._closed:
+                    self._ready.put((conn, peer))
+                    return
+            conn.close()
+        finally:
+            self._handshake_slots.release()
 
     def _stream(self, conn: Connection, peer: str) -> None:
         logger.info("serving a client at %s", peer)
@@ -167,22 +254,67 @@ class DataFlowServer:
             raise _ClientGone() from e
 
 
-def _len_or_none(dataflow: Any) -> int | None:
+def _authenticate(sock: socket.socket, authkey: bytes, timeout: float, *, server: bool) -> Connection:
+    """multiprocessing's HMAC handshake over ``sock`` (the server challenges first), given
+    ``timeout`` seconds in all; the authenticated connection. Closes ``sock`` either way.
+
+    Raises AuthenticationError (a wrong key), TimeoutError, or what reading and
+    writing raise (OSError, EOFError: the peer left or sent what is not a message).
+    """
+    state = {"done": False, "timed_out": False}
+    lock = threading.Lock()
+
+    def time_out() -> None:
+        with lock:
+            if not state["done"]:
+                state["timed_out"] = True
+                try:  # wakes the handshake's blocked read or write with EOF or an error
+                    sock.shutdown(socket.SHUT_RDWR)
+                except OSError:
+                    pass
+
+    timer = threading.Timer(timeout, time_out)
+    timer.daemon = True
     try:
-        return int(len(dataflow))
-    except TypeError:
-        return None
+        sock.setblocking(True)
+        conn = Connection(os.dup(sock.fileno()))  # ``sock`` stays open meanwhile, for time_out
+        try:
+            timer.start()
+            if server:
+                deliver_challenge(conn, authkey)
+                answer_challenge(conn, authkey)
+            else:
+                answer_challenge(conn, authkey)
+                deliver_challenge(conn, authkey)
+            with lock:
+                state["done"] = True
+        except BaseException:
+            conn.close()
+            if state["timed_out"]:
+                raise TimeoutError(f"no complete handshake within {timeout} s") from None
+            raise
+        return conn
+    finally:
+        timer.cancel()
+        sock.close()
+
+
+def _len_or_none(dataflow: Any) -> int | None:
+    return dataflow_len_or_none(dataflow)
 
 
 def serve_dataflow(dataflow: Any, address: Any, authkey: bytes | str, *,
-                   max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES, max_clients: int | None = None) -> None:
+                   max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES, max_clients: int | None = None,
+                   handshake_timeout: float = DEFAULT_HANDSHAKE_TIMEOUT,
+                   max_handshakes: int = DEFAULT_MAX_HANDSHAKES) -> None:
     """Serve pass after pass of ``dataflow`` on ``address`` to clients with ``authkey``; blocks.
 
     Clients are served one at a time (:class:`RemoteInput` or
     :class:`RemoteDataFlow` on the training host); returns after ``max_clients``
-    clients (None: serves forever).
+    clients (None: serves forever). See :class:`DataFlowServer` for the rest.
     """
-    with DataFlowServer(dataflow, address, authkey, max_frame_bytes=max_frame_bytes) as server:
+    with DataFlowServer(dataflow, address, authkey, max_frame_bytes=max_frame_bytes,
+                        handshake_timeout=handshake_timeout, max_handshakes=max_handshakes) as server:
         server.serve(max_clients)
 
 
@@ -195,7 +327,8 @@ class RemoteDataFlow:
     :class:`InputError` when it cannot connect or the key is refused,
     :class:`FrameError` for a malformed or oversized frame, and
     :class:`InputWorkerError` when the server fails, disconnects, or (with
-    ``timeout``) sends nothing for ``timeout`` seconds.
+    ``timeout``) sends nothing for ``timeout`` seconds. The authentication
+    handshake must complete within ``timeout`` (None: DEFAULT_HANDSHAKE_TIMEOUT) seconds.
     """
 
     def __init__(self, address: Any, authkey: bytes | str, *, size: int | None = None,
@@ -227,14 +360,23 @@ class RemoteDataFlow:
         """(Re)connect; the next iteration is the server's first pass."""
         self.close()
         peer = _peer(self.address)
+        handshake_timeout = DEFAULT_HANDSHAKE_TIMEOUT if self.timeout is None else self.timeout
         try:
-            conn = Client(self.address, family="AF_INET", authkey=self._authkey)
+            sock = socket.create_connection(self.address, timeout=handshake_timeout)
+        except OSError as e:
+            raise InputError(f"{self.name}: cannot connect to {peer} ({type(e).__name__}: {e}); "
+                             "is serve_dataflow running there?") from e
+        try:
+            conn = _authenticate(sock, self._authkey, handshake_timeout, server=False)
         except AuthenticationError as e:
             raise InputError(f"{self.name}: authentication with the server at {peer} failed ({e}): "
                              "this authkey is not the server's") from e
+        except TimeoutError as e:
+            raise InputError(f"{self.name}: the server at {peer} did not complete the authentication "
+                             f"handshake within {handshake_timeout} s; is it a DataFlowServer?") from e
         except (OSError, EOFError) as e:
-            raise InputError(f"{self.name}: cannot connect to {peer} ({type(e).__name__}: {e}); "
-                             "is serve_dataflow running there?") from e
+            raise InputError(f"{self.name}: the server at {peer} dropped the connection during the "
+                             f"authentication handshake ({type(e).__name__}: {e})") from e
         self._conn, self._closing = conn, False
         self._next_pass = self._frame_pass = 0
         hello = self._receive()
@@ -322,6 +464,9 @@ class RemoteInput(QueueInput):
                  timeout: float | None = None) -> None:
         super().__init__(RemoteDataFlow(address, authkey, size=size, max_frame_bytes=max_frame_bytes,
                                         timeout=timeout), queue_size)
+
+    def _skip(self, n: int) -> bool:
+        return False  # the server's stream goes on for every client; this one cannot go back in it
 
     def _size(self) -> int:
         if self.dataflow.size is None:

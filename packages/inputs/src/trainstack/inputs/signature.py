@@ -39,6 +39,17 @@ def _describe(value: Any) -> str:
     return f"{type(value).__name__} {value!r:.80}"
 
 
+def check_datapoint_at(pass_num: int, index: int, datapoint: Any, signature: Sequence[tf.TensorSpec],
+                       source: str = "input") -> list[np.ndarray]:
+    """:func:`check_datapoint` for datapoint ``index`` of pass ``pass_num`` (as
+    :func:`~trainstack.dataflow.protocol.numbered_passes` yields them): its error names that
+    position, so the bad datapoint can be found in the dataflow."""
+    try:
+        return check_datapoint(datapoint, signature, source)
+    except InputSignatureError as e:
+        raise InputSignatureError(f"{e} [datapoint {index} of pass {pass_num} of the dataflow, from 0]") from None
+
+
 def check_datapoint(datapoint: Any, signature: Sequence[tf.TensorSpec],
                     source: str = "input") -> list[np.ndarray]:
     """Return ``datapoint`` (a list, tuple or dict of arrays) as a list of arrays in signature order.

@@ -8,12 +8,15 @@ control dependencies order the read before the assign of the same variable,
 and nothing the model computes waits for the assign, so the host-to-device
 copy of batch t+1 overlaps the compute on batch t.
 
-The buffers are filled in the graph: a per-tower "filled" flag (kept on the
-host) makes the first step stage ``nr_stage`` batches before reading, so no
-batch is lost or duplicated and each tower sees its batches in order. (With
-several towers, each primes itself in turn, so batches are interleaved across
-towers at the start: with one stage and two towers, steps see (0, 2), (1, 3),
-(4, 5), ...)
+The buffers are filled before training, when the source's callback resets it:
+a small traced function takes ``nr_stage x K`` batches from the wrapped source,
+stage by stage and tower by tower within a stage, so stage ``j`` of tower
+``k`` holds batch ``j*K + k``. Each step then reads stage 0 of every tower and
+takes one new batch per tower, in tower order: step ``s`` trains tower ``k`` on
+batch ``s*K + k`` of the wrapped source, exactly the order an unstaged source
+gives, and no batch is lost or used twice. The step must be traced (so that
+every tower's buffers exist) before training starts, as every trainer does in
+``setup_graph``.
 
 On a machine without an accelerator the buffers live in host memory: it
 works, but only adds a copy.
@@ -28,6 +31,7 @@ import tensorflow as tf
 from trainstack.loop import Callback
 
 from .base import FeedfreeInput
+from .errors import InputError
 from .signature import check_tensors
 
 __all__ = ["StagingInput"]
@@ -62,7 +66,7 @@ class StagingInput(FeedfreeInput):
         self.device = device
         #: tower index -> its stages (oldest first), each a list of variables in signature order
         self.buffers: dict[int, list[list[tf.Variable]]] = {}
-        self._filled: dict[int, tf.Variable] = {}
+        self._prime: tf.types.experimental.GenericFunction | None = None
 
     @property
     def name(self) -> str:
@@ -83,13 +87,10 @@ class StagingInput(FeedfreeInput):
         return self.input.size()
 
     def _get_input_tensors(self, tower_index: int) -> list[tf.Tensor]:
-        with tf.device(self.device) if self.device else contextlib.nullcontext():
+        with _device(self.device):
             stages = self._buffers_of(tower_index)
-            filled = self._filled[tower_index]
-            # first step only: stage nr_stage batches, taken before this step's own (program order)
-            tf.cond(filled, tf.no_op, lambda: self._prime(tower_index, stages, filled))
         new = self.input.get_input_tensors()  # the batch staged during this step
-        with tf.device(self.device) if self.device else contextlib.nullcontext():
+        with _device(self.device):
             # reads come before the assigns: automatic control dependencies keep program order
             # on each variable, and the model's compute waits for the reads only
             out = [v.read_value() for v in stages[0]]
@@ -102,16 +103,34 @@ class StagingInput(FeedfreeInput):
             t.set_shape(src.shape)
         return out
 
-    def _prime(self, tower_index: int, stages: list[list[tf.Variable]], filled: tf.Variable) -> tf.Operation:
-        """The first step's extra work: stage ``nr_stage`` batches of the wrapped source."""
-        ops = []
-        for stage in stages:
-            # the wrapped source's hook directly: its public method counts one call per tower
-            batch = check_tensors(self.input._get_input_tensors(tower_index), self.input_signature,
-                                  source=self.input.name)
-            ops += [v.assign(t, read_value=False) for v, t in zip(stage, batch)]
-        with tf.control_dependencies(ops):
-            return filled.assign(True, read_value=False)
+    def resume_at_step(self, global_step: int) -> bool:
+        """Nothing to do here: the wrapped source's own callback (registered with this one's, and
+        run before it) resumes the wrapped source; the stages are filled from there."""
+        return True
+
+    def _reset_state(self) -> None:
+        missing = [k for k in range(self.num_towers) if k not in self.buffers]
+        if missing:
+            raise InputError(
+                f"{self.name} has no buffers for tower(s) {missing} of {self.num_towers}: trace the step "
+                "(call get_input_tensors() for every tower inside the traced function) before "
+                "training starts, so that the buffers exist when they are filled")
+        if self._prime is None:
+            self._prime = tf.function(self._fill_stages)
+        self._prime()
+
+    def _fill_stages(self) -> None:
+        """Fill every tower's stages from the wrapped source: stage-major, then tower order, so
+        that the batches reach the towers in the wrapped source's order."""
+        for stage in range(self.nr_stage):
+            for k in range(self.num_towers):
+                buffers = self.buffers[k][stage]
+                # the wrapped source's hook directly: its public method counts one call per tower
+                batch = check_tensors(self.input._get_input_tensors(k), self.input_signature,
+                                      source=self.input.name)
+                with tf.device(buffers[0].device):
+                    for v, t in zip(buffers, batch):
+                        v.assign(t, read_value=False)
 
     def _buffers_of(self, tower_index: int) -> list[list[tf.Variable]]:
         """Tower ``tower_index``'s buffers, created (outside any function) on its first trace."""
@@ -124,8 +143,9 @@ class StagingInput(FeedfreeInput):
                                    name=f"staging_tower{tower_index}_{spec.name}_{i}")
                        for spec in self.input_signature]
                       for i in range(self.nr_stage)]
-            with tf.device("/device:CPU:0"):  # read each step by the cond: keep it on the host
-                self._filled[tower_index] = tf.Variable(False, trainable=False,
-                                                        name=f"staging_tower{tower_index}_filled")
         self.buffers[tower_index] = stages
         return stages
+
+
+def _device(device: str | None) -> contextlib.AbstractContextManager:
+    return tf.device(device) if device else contextlib.nullcontext()

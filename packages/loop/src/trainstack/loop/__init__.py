@@ -2,16 +2,24 @@
 
 Pure Python: nothing here imports a third-party package.
 """
+from .argtools import memoized, memoized_method
 from .callback import HOOKS, Callback
 from .group import Callbacks
+from .interrupt import TrainingInterrupted, stop_after_this_step
 from .monitors import MonitorBase, Monitors
 from .run import FetchableStep, RunArgs, RunContext, RunValues, call_step
 from .state import TrainLoop
 from .stop import StopTraining
 from .trainer import DEFAULT_MAX_EPOCH, Trainer
+from ._console import install_console_handler as _install_console_handler
+
+# tensorpack printed its INFO lines without any logging setup: so does trainstack (see _console.py)
+_install_console_handler()
 
 __all__ = [
     "Callback", "Callbacks", "DEFAULT_MAX_EPOCH", "FetchableStep", "HOOKS", "MonitorBase",
     "Monitors", "RunArgs", "RunContext", "RunValues", "StopTraining", "TrainLoop", "Trainer",
-    "call_step",
+    "TrainingInterrupted", "call_step",
+    # tensorpack.utils.argtools
+    "memoized", "memoized_method",
 ]

@@ -47,9 +47,14 @@ class Callback:
 
     ``chief_only`` (default True, as in tensorpack): only the chief process
     of a distributed run keeps this callback.
+
+    ``needs_every_step`` (default False): the callback must see every step
+    (e.g. it feeds each step its own batch). A trainer with ``steps_per_run``
+    above 1 then runs one step per call, and logs why.
     """
 
     _chief_only = True
+    needs_every_step: bool = False
     trainer: "Trainer"
 
     # -- public hooks: bookkeeping, then the overridable _hook ----------------
@@ -110,7 +115,7 @@ class Callback:
         """After each hooked run: ``run_values.results`` holds what was fetched."""
 
     def _trigger_step(self) -> None:
-        """After each ``run_step``."""
+        """After each ``run_step`` (once per run of ``trainer.loop.run_size`` steps)."""
 
     def _after_epoch(self) -> None:
         """Right after each epoch's last step (before trigger_epoch)."""

@@ -58,7 +58,11 @@ class Callbacks:
         timings = self.timings
         for cb in active:
             start = perf_counter()
-            getattr(cb, hook)(*args)
+            try:
+                getattr(cb, hook)(*args)
+            except Exception as e:
+                _note_callback(e, cb, hook)
+                raise
             timings[cb] += perf_counter() - start
 
     # -- hooks -------------------------------------------------------------
@@ -121,7 +125,11 @@ class Callbacks:
         timings = self.timings
         for cb in self._active["before_run"]:
             start = perf_counter()
-            req = cb.before_run(ctx)
+            try:
+                req = cb.before_run(ctx)
+            except Exception as e:
+                _note_callback(e, cb, "before_run")
+                raise
             timings[cb] += perf_counter() - start
             if req is None:
                 continue
@@ -146,5 +154,21 @@ class Callbacks:
             req = requests.get(id(cb))
             run_values = RunValues(req.pack(values) if req is not None else None)
             start = perf_counter()
-            cb.after_run(ctx, run_values)
+            try:
+                cb.after_run(ctx, run_values)
+            except Exception as e:
+                _note_callback(e, cb, "after_run")
+                raise
             timings[cb] += perf_counter() - start
+
+
+def _note_callback(error: Exception, cb: Callback, hook: str) -> None:
+    """Name the callback and hook that raised ``error`` in its traceback (a note, once);
+    StopTraining is how callbacks end training, not a failure."""
+    if isinstance(error, StopTraining):
+        return
+    if not any(note.startswith(_NOTE) for note in getattr(error, "__notes__", ())):
+        error.add_note(f"{_NOTE} {cb.name} in {hook}")
+
+
+_NOTE = "raised by callback"

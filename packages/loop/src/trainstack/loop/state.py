@@ -27,10 +27,14 @@ class TrainLoop:
       including ``trigger_epoch``.
     - ``local_step``: index (from 0) of the step currently running inside the
       epoch; -1 before the epoch's first step.
-    - ``global_step``: the number of hooked runs that have finished, across
-      all epochs (it grows right after each hooked run returns, before
-      ``after_run``).
+    - ``global_step``: the number of steps that have finished, across all
+      epochs (it grows by ``run_size`` right after each hooked run returns,
+      before ``after_run``).
     - ``epoch_finished``: all steps of ``epoch_num`` have run.
+    - ``run_size``: the steps the current hooked run makes (1, or up to the
+      trainer's ``steps_per_run``: fewer at the end of an epoch, so epochs stay
+      exact). ``local_step`` is then the last of them, and ``global_step``
+      grows by ``run_size`` after the run.
 
     ``state_dict()`` / ``load_state_dict()`` save and restore these so that a
     resumed run continues with the step after the last one that started.
@@ -44,14 +48,22 @@ class TrainLoop:
         self.local_step = -1
         self.global_step = 0
         self.epoch_finished = True
+        self.run_size = 1
         #: why a stop was requested (see Trainer.request_stop), or None
         self.stop_reason: str | None = None
+        #: the signal that interrupted training (e.g. "SIGTERM"; see interrupt.py), or None
+        self.interrupted: str | None = None
         self._loaded = False
 
     @property
     def stop_requested(self) -> bool:
         """Whether training should stop before the next step."""
         return self.stop_reason is not None
+
+    @property
+    def resumed(self) -> bool:
+        """Whether the counters come from a saved state (:meth:`load_state_dict`): a resumed run."""
+        return self._loaded
 
     def configure(self, steps_per_epoch: int, starting_epoch: int | None, max_epoch: int) -> None:
         """Set the loop's bounds. After ``load_state_dict`` the position is kept."""
@@ -81,10 +93,19 @@ class TrainLoop:
             self.epoch_finished = False
             yield epoch
 
-    def steps(self) -> Iterator[int]:
-        """Yield the local steps left in the current epoch; mark it finished after."""
-        for self.local_step in range(self.local_step + 1, self.steps_per_epoch):
-            yield self.local_step
+    def steps(self, steps_per_run: int = 1) -> Iterator[int]:
+        """Yield, run after run, the last local step of each run of up to ``steps_per_run``
+        steps left in the current epoch (``run_size`` says how many); mark it finished after."""
+        steps_per_run = _positive_int("steps_per_run", steps_per_run)
+        first = self.local_step + 1
+        try:
+            while first < self.steps_per_epoch:
+                self.run_size = min(steps_per_run, self.steps_per_epoch - first)
+                self.local_step = first + self.run_size - 1
+                yield self.local_step
+                first = self.local_step + 1
+        finally:
+            self.run_size = 1
         self.epoch_finished = True
 
     def state_dict(self) -> dict[str, Any]:
@@ -104,6 +125,12 @@ class TrainLoop:
                 raise TypeError(f"loop state {k!r} must be {expected.__name__}, got {v!r}")
             setattr(self, k, v)
         self._loaded = True
+
+
+def _positive_int(name: str, value: Any) -> int:
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 1:
+        raise ValueError(f"{name} must be a positive integer, got {value!r}")
+    return int(value)
 
 
 def _non_negative_int(name: str, value: Any) -> int:

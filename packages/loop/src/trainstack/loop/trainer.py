@@ -17,16 +17,23 @@ import logging
 import time
 from typing import Any, Callable, Sequence
 
+from ._console import install_console_handler
 from .callback import Callback
 from .group import Callbacks
 from .monitors import MonitorBase, Monitors
 from .run import RunContext, call_step
+from .interrupt import TrainingInterrupted, interruptible, stop_after_this_step
 from .state import TrainLoop
 from .stop import StopTraining
 
 __all__ = ["Trainer", "DEFAULT_MAX_EPOCH"]
 
 logger = logging.getLogger("trainstack.loop")
+
+#: Functions ``f(trainer) -> Callback | None`` asked by :meth:`Trainer.setup_callbacks` for a
+#: callback to add after the user's (for state a layer above keeps in step with the loop, e.g.
+#: the global-step variable of ``trainstack.towers.get_global_step_var``). Not public.
+_implicit_callbacks: list[Callable[["Trainer"], Callback | None]] = []
 
 #: tensorpack's default for ``max_epoch``: practically "until stopped".
 DEFAULT_MAX_EPOCH = 9999999
@@ -51,6 +58,11 @@ class Trainer:
     #: Callbacks slower than this many seconds in one epoch are reported.
     slow_callback_threshold: float = 1.0
 
+    #: Steps each ``run_step`` makes (one call of a step function that loops, e.g. a trainer's
+    #: traced step): fewer Python round trips per step. Callbacks' per-step hooks run once per
+    #: call; a callback with ``needs_every_step`` brings it back to 1 (logged).
+    steps_per_run: int = 1
+
     def __init__(self) -> None:
         self.loop = TrainLoop()
         self._callbacks: list[Callback] | Callbacks = []
@@ -74,18 +86,24 @@ class Trainer:
                                "(or train()) first")
         return self._callbacks
 
-    def register_callback(self, cb: Callback) -> bool:
-        """Add a callback; allowed only until :meth:`setup_callbacks` finishes.
+    def register_callback(self, cb: Callback | Sequence[Callback]) -> Any:
+        """Add a callback, or a list of them (tensorpack's ``self.register_callback(
+        input.setup(...))``); allowed only until :meth:`setup_callbacks` finishes.
 
         Returns False (and logs) when the callback is chief-only and this
-        process is not the chief.
+        process is not the chief; for a list, the list of those results.
         """
+        if isinstance(cb, (list, tuple)):
+            return [self.register_callback(c) for c in cb]
         if not isinstance(cb, Callback):
             raise TypeError(f"register_callback expects a Callback, got {cb!r} ({type(cb).__name__})")
         if isinstance(self._callbacks, Callbacks):
             raise RuntimeError(
                 f"cannot register callback {cb.name}: the trainer's callbacks are already set up. "
                 "Register callbacks before setup_callbacks()/train(), or pass them to train()")
+        if any(c is cb for c in self._callbacks):
+            logger.debug("Callback %s is already registered; not registered twice.", cb.name)
+            return True
         if cb.chief_only and not self.is_chief:
             logger.warning("Callback %s is chief-only; skipped on this non-chief process.", cb.name)
             return False
@@ -102,6 +120,10 @@ class Trainer:
             if isinstance(cb, MonitorBase):
                 raise TypeError(f"{cb.name} is a monitor; pass it in monitors=, not callbacks=")
             self.register_callback(cb)
+        for factory in list(_implicit_callbacks):
+            extra = factory(self)
+            if extra is not None:
+                self.register_callback(extra)
         registered = []
         for m in monitors:
             if not isinstance(m, MonitorBase):
@@ -148,14 +170,24 @@ class Trainer:
         group = self._callbacks
         if not isinstance(group, Callbacks) or not group.hooks_runs:
             output = call_step(fn, args)[0]
-            self.loop.global_step += 1
+            self.loop.global_step += self.loop.run_size
             return output
         ctx = RunContext(self, fn, args)
         fetches, feeds, plan = group.before_run(ctx)
         output, values = call_step(fn, args, fetches, feeds)
-        self.loop.global_step += 1
+        self.loop.global_step += self.loop.run_size
         group.after_run(ctx, values, plan)
         return output
+
+    @property
+    def hooked_sess(self) -> "_SessionShim":
+        """tensorpack's ``trainer.hooked_sess``: ``hooked_sess.run(fn)`` is :meth:`hooked_run`."""
+        return _SessionShim(self, hooked=True)
+
+    @property
+    def sess(self) -> "_SessionShim":
+        """tensorpack's ``trainer.sess``: ``sess.run(fn)`` is :meth:`run` (no hooks)."""
+        return _SessionShim(self, hooked=False)
 
     def run_step(self) -> None:
         """One iteration. The default runs ``self.train_op`` through :meth:`hooked_run`;
@@ -172,6 +204,12 @@ class Trainer:
         as raising StopTraining would, but letting the current hook's other callbacks run."""
         self.loop.stop_reason = reason
 
+    def on_interrupt(self, signal_name: str) -> None:
+        """The first SIGTERM / Ctrl-C during :meth:`main_loop` (in the main thread, between
+        steps' Python code): stop after the current step. Trainers of several processes
+        override it so that every process stops after the same step."""
+        stop_after_this_step(self.loop, signal_name)
+
     # -- the loop ----------------------------------------------------------------------
     def main_loop(self, steps_per_epoch: int, starting_epoch: int | None = None,
                   max_epoch: int = DEFAULT_MAX_EPOCH) -> None:
@@ -180,12 +218,27 @@ class Trainer:
         ``starting_epoch`` defaults to 1, or, after ``trainer.loop.load_state_dict``,
         to the resumed run's, which then continues right after its last step.
         StopTraining (and ``stop_exceptions``) end the loop cleanly; any other
-        error propagates after every callback's ``after_train`` has run.
+        error propagates after every callback's ``after_train`` has run. SIGTERM or
+        Ctrl-C stop it after the current step; once every ``after_train`` has run,
+        :class:`TrainingInterrupted` exits with the signal's status (see interrupt.py).
         """
         group = self.callbacks
         loop = self.loop
         loop.configure(steps_per_epoch, starting_epoch, max_epoch)
-        loop.stop_reason = None
+        loop.stop_reason = loop.interrupted = None
+        steps_per_run = self._run_size_limit()
+        with interruptible(loop, self.on_interrupt):
+            self._run_loop(group, steps_per_run)
+        if loop.interrupted is not None:
+            stop = TrainingInterrupted(loop.interrupted, loop.global_step)
+            logger.error("Training was interrupted by %s after global step %d; its callbacks saved and "
+                         "flushed what they keep. Exiting with status %d.", loop.interrupted,
+                         loop.global_step, stop.code)
+            raise stop
+
+    def _run_loop(self, group: Callbacks, steps_per_run: int) -> None:
+        """The epochs and steps of :meth:`main_loop`, then every callback's ``after_train``."""
+        loop = self.loop
         error: BaseException | None = None
         try:
             group.before_train()
@@ -193,11 +246,15 @@ class Trainer:
                 logger.info("Start epoch %d ...", epoch)
                 group.before_epoch()
                 start = time.perf_counter()
-                for _ in loop.steps():
-                    if loop.stop_requested:
-                        raise StopTraining(loop.stop_reason)
+                if loop.stop_requested:
+                    raise StopTraining(loop.stop_reason)
+                for _ in loop.steps(steps_per_run):
                     self.run_step()
                     group.trigger_step()
+                    # checked here, not before the next step: the loop state then names the last
+                    # step that ran, and a run resumed from a checkpoint saved now misses none
+                    if loop.stop_requested:
+                        raise StopTraining(loop.stop_reason)
                 group.after_epoch()
                 logger.info("Epoch %d (global_step %d) finished, time: %.3f s.",
                             epoch, loop.global_step, time.perf_counter() - start)
@@ -213,14 +270,25 @@ class Trainer:
             error = e
             raise
         except BaseException as e:
-            logger.error("Training failed at global_step=%d (epoch %d, local step %d).",
-                         loop.global_step, loop.epoch_num, loop.local_step)
+            logger.error("Training failed at global_step=%d (epoch %d, local step %d)%s.",
+                         loop.global_step, loop.epoch_num, loop.local_step,
+                         "".join(f"; {note}" for note in getattr(e, "__notes__", ())))
             error = e
             raise
         finally:
             failures = group.after_train()
             if failures and error is None:
                 raise failures[0]
+
+    def _run_size_limit(self) -> int:
+        """``steps_per_run``, or 1 when a callback needs every step (logged)."""
+        k = self.steps_per_run
+        if k > 1:
+            needy = [cb.name for cb in self.callbacks.cbs if cb.needs_every_step]
+            if needy:
+                logger.info("steps_per_run=%d lowered to 1: %s need(s) every step.", k, ", ".join(needy))
+                return 1
+        return k
 
     def train(self, callbacks: Sequence[Callback], monitors: Sequence[MonitorBase],
               steps_per_epoch: int, starting_epoch: int | None = None,
@@ -261,6 +329,30 @@ class Trainer:
                          "the base loop cannot know the size of an epoch")
 
 
+class _SessionShim:
+    """``trainer.hooked_sess`` / ``trainer.sess`` of a tensorpack script: ``run(fetches)`` runs
+    the step function(s) ``fetches`` with :meth:`Trainer.hooked_run` / :meth:`Trainer.run`."""
+
+    def __init__(self, trainer: Trainer, hooked: bool) -> None:
+        self._trainer = trainer
+        self._hooked = hooked
+
+    def run(self, fetches: Any, feed_dict: Any = None, *args: Any) -> Any:
+        method = "hooked_run" if self._hooked else "run"
+        if feed_dict is not None:
+            raise TypeError(
+                f"trainer.{'hooked_sess' if self._hooked else 'sess'}.run(..., feed_dict=...): "
+                "TensorFlow 2 has no placeholders to feed. Give the step function its inputs as "
+                f"arguments, trainer.{method}(fn, *args), or read them from the trainer's InputSource")
+        run = getattr(self._trainer, method)
+        if isinstance(fetches, (list, tuple)):
+            return [run(f, *args) for f in fetches]
+        if not callable(fetches):
+            raise TypeError(f"trainer.{method}() runs a step function (a callable such as "
+                            f"trainer.train_op), got {fetches!r}: TF1 tensors and ops cannot be run")
+        return run(fetches, *args)
+
+
 def _as_list(what: str, items: Any) -> list:
     if not isinstance(items, (list, tuple)):
         raise TypeError(f"{what} must be a list of callbacks, got {items!r} ({type(items).__name__})")
@@ -268,16 +360,6 @@ def _as_list(what: str, items: Any) -> list:
 
 
 def _ensure_log_handler() -> None:
-    """Show the trainer's INFO logs on the console when the application configured no logging.
-
-    A log file (e.g. the logger directory's) does not count: the console still needs a handler.
-    """
-    lib = logging.getLogger("trainstack")
-    handlers = [*lib.handlers, *logging.getLogger().handlers]
-    if any(not isinstance(h, logging.FileHandler) for h in handlers):
-        return
-    handler = logging.StreamHandler()
-    handler.setFormatter(logging.Formatter("[%(asctime)s %(name)s] %(message)s", "%m%d %H:%M:%S"))
-    lib.addHandler(handler)
-    if lib.level == logging.NOTSET:
-        lib.setLevel(logging.INFO)
+    """Show the trainer's INFO logs on the console (the "trainstack" logger's console handler,
+    which defers to the application's own console handler; see ``_console.py``)."""
+    install_console_handler()

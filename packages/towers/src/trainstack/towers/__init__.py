@@ -4,41 +4,42 @@ A tower function builds one replicate of the model; trainers call it under a
 TowerContext (training towers ``tower0..``, inference towers for predictors),
 trace one step function from it, and keep the graph frozen afterwards.
 """
-# -- core (H3): towers, ModelDesc, gradient processors, steps, trainers, predictors
-from .gradproc import (FilterNoneGrad, GlobalNormClip, GradientProcessor, MapGradient,
-                       ProcessedOptimizer, ScaleGradient, SummaryGradient, apply_grad_processors)
-from .model_desc import ModelDesc, ModelDescBase
-from .predictor import OnlinePredictor
-from .simple import NoOpTrainer, QueueInputTrainer, SimpleTrainer
-from .step import RetraceError, TracedStep
-from .tower import (TowerContext, TowerFunc, TowerHandle, TowerHandles, VariableReuseError,
-                    get_current_tower_context)
-from .trainer import SingleCostTrainer, TowerTrainer
+# Each subpackage imports only those listed before it (.importlinter checks it); legacy, the
+# older (003) API on top of the current one, comes last: importing it registers the older forms.
+# -- towers, ModelDesc, gradient processors, the traced step (H3); TF1 calls that fail clearly (issue 13)
+from .tower import (FilterNoneGrad, GlobalNormClip, GradientProcessor, GraphBuildError, GraphOp, MapGradient,
+                    ModelDesc, ModelDescBase, ProcessedOptimizer, RetraceError, ScaleGradient, SummaryGradient,
+                    TF1CallError, TowerContext, TowerFunc, TowerHandle, TowerHandles, TracedStep,
+                    VariableReuseError, apply_grad_processors, check_eager_execution, get_current_tower_context,
+                    minimize)
+from .tower import tf1_guard as _tf1_guard
 
-# -- init (H4): initializers (SessionInit) and the runtime config
-from .runtime import RuntimeConfig, reject_session_args
-from .sessinit import (ChainInit, CheckpointInit, DictRestore, InitReport, JustCurrentSession, SaverRestore,
-                       SaverRestoreRelaxed, SessionInit, SmartInit, get_model_loader)
+# -- initializers (SessionInit), the runtime config (H4), devices (issue 6)
+from .session import (ChainInit, CheckpointInit, DictRestore, InitReport, JustCurrentSession, RuntimeConfig,
+                      SaverRestore, SaverRestoreRelaxed, SessionInit, SmartInit, get_model_loader,
+                      logical_cpu_devices, reject_session_args, resolve_devices)
 
-# -- config (H6): TrainConfig, launch_train_with_config, the older (003) API
-from .compat import (FeedfreeTrainerBase, SimpleFeedfreeTrainer, SingleCostFeedfreeTrainer,
-                     legacy_get_predictor)
-from .config import AutoResumeTrainConfig, LoopStateInit, TrainConfig
-from .launch import apply_default_prefetch, launch_train_with_config
+# -- predictors, inference, SavedModel export (H5); data-parallel inference (issue 6)
+from .predict import (BinaryClassificationStats, ClassificationError, DataParallelInferenceRunner,
+                      DatasetPredictorBase, Inferencer, InferenceRunner, ModelExporter, OfflinePredictor,
+                      OnlinePredictor, PredictConfig, ScalarStats, SimpleDatasetPredictor, export_saved_model)
 
-# -- inference (H5): inferencers, InferenceRunner, offline predictors, SavedModel export
-from .export import ModelExporter, export_saved_model
-from .inference import BinaryClassificationStats, ClassificationError, Inferencer, ScalarStats
-from .inference_runner import InferenceRunner
-from .predict_config import OfflinePredictor, PredictConfig
+# -- trainers (H3), data-parallel trainers (issue 6)
+from .trainers import (AsyncMultiGPUTrainer, LeastLoadedDeviceSetter, MultiGPUTrainerBase, NoOpTrainer,
+                       QueueInputTrainer, SimpleTrainer, SingleCostTrainer, SyncMultiGPUTrainer,
+                       SyncMultiGPUTrainerParameterServer, SyncMultiGPUTrainerReplicated, TowerTrainer)
 
-# -- multi-GPU (issue 6): data-parallel trainers, devices, data-parallel inference
-from .async_ import AsyncMultiGPUTrainer
-from .data_parallel_inference import DataParallelInferenceRunner
-from .devices import logical_cpu_devices, resolve_devices
-from .multigpu import MultiGPUTrainerBase, SyncMultiGPUTrainer
-from .parameter_server import LeastLoadedDeviceSetter, SyncMultiGPUTrainerParameterServer
-from .replicated import SyncMultiGPUTrainerReplicated
+# -- TrainConfig, launch_train_with_config (H6)
+from .run import AutoResumeTrainConfig, LoopStateInit, TrainConfig, apply_default_prefetch, launch_train_with_config
+
+# -- tensorpack's model-side helpers for ported scripts (issue 13)
+from .porting import (DataParallelBuilder, add_param_summary, get_global_step_var, l1_regularizer,
+                      l2_regularizer, regularize_cost)
+
+# -- the older (003) API (H6)
+from .legacy import FeedfreeTrainerBase, SimpleFeedfreeTrainer, SingleCostFeedfreeTrainer, legacy_get_predictor
+
+_tf1_guard.install()
 
 __all__ = [
     # core (H3)
@@ -46,7 +47,8 @@ __all__ = [
     "VariableReuseError", "ModelDescBase", "ModelDesc", "GradientProcessor", "FilterNoneGrad",
     "GlobalNormClip", "MapGradient", "ScaleGradient", "SummaryGradient", "ProcessedOptimizer",
     "apply_grad_processors", "TracedStep", "RetraceError", "TowerTrainer", "SingleCostTrainer",
-    "SimpleTrainer", "QueueInputTrainer", "NoOpTrainer", "OnlinePredictor",
+    "SimpleTrainer", "QueueInputTrainer", "NoOpTrainer", "OnlinePredictor", "minimize", "GraphOp",
+    "GraphBuildError",
     # init (H4)
     "SessionInit", "JustCurrentSession", "CheckpointInit", "SaverRestore", "SaverRestoreRelaxed",
     "DictRestore", "ChainInit", "SmartInit", "get_model_loader", "InitReport", "RuntimeConfig",
@@ -62,4 +64,8 @@ __all__ = [
     "MultiGPUTrainerBase", "SyncMultiGPUTrainerReplicated", "SyncMultiGPUTrainerParameterServer",
     "SyncMultiGPUTrainer", "AsyncMultiGPUTrainer", "LeastLoadedDeviceSetter", "DataParallelInferenceRunner",
     "resolve_devices", "logical_cpu_devices",
+    # porting tensorpack scripts (issue 13)
+    "regularize_cost", "l2_regularizer", "l1_regularizer", "add_param_summary", "get_global_step_var",
+    "SimpleDatasetPredictor", "DatasetPredictorBase", "DataParallelBuilder", "check_eager_execution",
+    "TF1CallError",
 ]

@@ -1,0 +1,238 @@
+"""trainstack against Keras 3 at its defaults and at its best, and against a bare tf.function loop.
+
+    python benchmarks/keras_compare.py [--workloads mlp convnet] [--rounds 3] [--epochs 4] [--steps 100]
+
+Two workloads (an MLP 784-256-10 and a small 28x28 convnet, SGD 0.01, batch 64,
+synthetic in-memory data of 20 distinct batches), one process. Every
+contender trains the same model from the same data; the contenders run in
+rounds, one block of ``--epochs`` epochs of ``--steps`` steps each per round and
+contender, in turn, so a busy machine slows all of them alike. A contender's
+figure is its median steps/s over the epochs of all its blocks except each
+block's first (tracing, compiling, warming up). The table prints those and the
+ratios of trainstack's rows to Keras at its best and to the bare loop.
+
+Contenders:
+- bare: a ``tf.function`` step (GradientTape + optimizer), called once per step,
+  or looping over ``--steps`` steps inside one call (``tf.range``);
+- Keras ``fit`` with its defaults (progress bar included), and Keras at its best
+  (``jit_compile=True``, ``steps_per_execution=100``, ``verbose=0``);
+- trainstack: ``launch_train_with_config`` with SimpleTrainer, the default
+  callbacks and monitors, fed by ``TFDatasetInput`` or by the dataflow itself
+  (``FeedInput``), and any extra trainstack settings listed in ``TRAINSTACK``.
+"""
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import platform
+import statistics
+import time
+from typing import Any, Callable
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+
+import keras  # noqa: E402
+import numpy as np  # noqa: E402
+import tensorflow as tf  # noqa: E402
+
+BATCH, DISTINCT_BATCHES, LEARNING_RATE = 64, 20, 0.01
+
+
+# -- workloads -----------------------------------------------------------------------------------
+def make_layers(workload: str) -> list[Any]:
+    keras.utils.set_random_seed(0)
+    if workload == "mlp":
+        return [keras.layers.Dense(256, activation="relu"), keras.layers.Dense(10)]
+    return [keras.layers.Conv2D(16, 3, padding="same", activation="relu"),
+            keras.layers.Conv2D(32, 3, strides=2, padding="same", activation="relu"),
+            keras.layers.GlobalAveragePooling2D(), keras.layers.Dense(10)]
+
+
+def input_shape(workload: str) -> list[int]:
+    return [784] if workload == "mlp" else [28, 28, 1]
+
+
+def make_batches(workload: str) -> list[tuple[np.ndarray, np.ndarray]]:
+    rng = np.random.default_rng(0)
+    return [(rng.normal(size=[BATCH, *input_shape(workload)]).astype("float32"),
+             rng.integers(0, 10, size=BATCH).astype("int32")) for _ in range(DISTINCT_BATCHES)]
+
+
+def dataset(batches: list) -> tf.data.Dataset:
+    x, y = (np.stack(part) for part in zip(*batches))
+    return tf.data.Dataset.from_tensor_slices((x, y)).repeat().prefetch(tf.data.AUTOTUNE)
+
+
+def forward(layers: list[Any], x: tf.Tensor) -> tf.Tensor:
+    for layer in layers:
+        x = layer(x)
+    return x
+
+
+def xent(labels: tf.Tensor, logits: tf.Tensor) -> tf.Tensor:
+    return tf.reduce_mean(tf.nn.sparse_softmax_cross_entropy_with_logits(labels=labels, logits=logits))
+
+
+# -- contenders: each runs one block of epochs and returns the seconds of each epoch ---------------
+Contender = Callable[[int, int], list[float]]
+
+
+def bare(workload: str, batches: list, steps_per_call: int) -> Contender:
+    layers = make_layers(workload)
+    opt = keras.optimizers.SGD(LEARNING_RATE)
+    iterator = iter(dataset(batches))
+
+    def one_step(x: tf.Tensor, y: tf.Tensor) -> tf.Tensor:
+        with tf.GradientTape() as tape:
+            cost = xent(y, forward(layers, x))
+        variables = [v for layer in layers for v in layer.trainable_variables]
+        opt.apply_gradients(zip(tape.gradient(cost, variables), variables))
+        return cost
+
+    @tf.function
+    def call() -> tf.Tensor:
+        cost = tf.constant(0.0)
+        for _ in tf.range(steps_per_call):
+            cost = one_step(*next(iterator))
+        return cost
+
+    def block(epochs: int, steps: int) -> list[float]:
+        times = []
+        for _ in range(epochs):
+            start = time.perf_counter()
+            for _ in range(steps // steps_per_call):
+                cost = call()
+            cost.numpy()  # wait for the last step
+            times.append(time.perf_counter() - start)
+        return times
+
+    return block
+
+
+def keras_fit(workload: str, batches: list, best: bool) -> Contender:
+    model = keras.Sequential([keras.Input(input_shape(workload)), *make_layers(workload)])
+    model.compile(optimizer=keras.optimizers.SGD(LEARNING_RATE),
+                  loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+                  jit_compile=True if best else "auto", steps_per_execution=100 if best else 1)
+    data = dataset(batches)
+
+    def block(epochs: int, steps: int) -> list[float]:
+        clock = EpochClock()
+        model.fit(data, epochs=epochs, steps_per_epoch=steps, callbacks=[clock],
+                  verbose=0 if best else "auto")
+        return clock.times
+
+    return block
+
+
+class EpochClock(keras.callbacks.Callback):
+    def __init__(self) -> None:
+        super().__init__()
+        self.times: list[float] = []
+
+    def on_epoch_begin(self, epoch: int, logs: Any = None) -> None:
+        self._start = time.perf_counter()
+
+    def on_epoch_end(self, epoch: int, logs: Any = None) -> None:
+        self.times.append(time.perf_counter() - self._start)
+
+
+def trainstack_run(workload: str, batches: list, input_kind: str, **trainer_options: Any) -> Contender:
+    from trainstack.inputs import TFDatasetInput
+    from trainstack.loop import Callback
+    from trainstack.towers import ModelDesc, SimpleTrainer, TrainConfig, launch_train_with_config
+
+    class Model(ModelDesc):
+        def __init__(self) -> None:
+            self.layers = make_layers(workload)
+
+        def inputs(self):
+            return [tf.TensorSpec([None, *input_shape(workload)], tf.float32, "x"),
+                    tf.TensorSpec([None], tf.int32, "label")]
+
+        def build_graph(self, x, label):
+            return tf.identity(xent(label, forward(self.layers, x)), name="cost")
+
+        def optimizer(self):
+            return keras.optimizers.SGD(LEARNING_RATE)
+
+    class Clock(Callback):
+        def __init__(self) -> None:
+            self.times: list[float] = []
+
+        def _before_epoch(self) -> None:
+            self._start = time.perf_counter()
+
+        def _after_epoch(self) -> None:
+            self.times.append(time.perf_counter() - self._start)
+
+    def block(epochs: int, steps: int) -> list[float]:
+        # a fresh trainer per block (a trainer trains once); its set-up is not timed
+        clock = Clock()
+        data = TFDatasetInput(dataset(batches)) if input_kind == "dataset" else None
+        config = TrainConfig(model=Model(), data=data, dataflow=batches if data is None else None,
+                             callbacks=[clock], steps_per_epoch=steps, max_epoch=epochs)
+        launch_train_with_config(config, SimpleTrainer(**trainer_options))
+        return clock.times
+
+    return block
+
+
+# -- the run --------------------------------------------------------------------------------------
+def contenders(workload: str, steps: int) -> dict[str, Contender]:
+    batches = make_batches(workload)
+    return {
+        "bare tf.function, 1 step/call": bare(workload, batches, 1),
+        f"bare tf.function, {steps} steps/call": bare(workload, batches, steps),
+        "Keras fit, defaults": keras_fit(workload, batches, best=False),
+        "Keras fit, best (jit_compile, steps_per_execution=100)": keras_fit(workload, batches, best=True),
+        "trainstack SimpleTrainer + TFDatasetInput": trainstack_run(workload, batches, "dataset"),
+        "trainstack SimpleTrainer + dataflow (FeedInput)": trainstack_run(workload, batches, "dataflow"),
+        "trainstack + TFDatasetInput, xla_compile": trainstack_run(workload, batches, "dataset",
+                                                                  xla_compile=True),
+        f"trainstack + TFDatasetInput, steps_per_run={steps}": trainstack_run(
+            workload, batches, "dataset", steps_per_run=steps),
+        f"trainstack + TFDatasetInput, steps_per_run={steps}, xla_compile": trainstack_run(
+            workload, batches, "dataset", steps_per_run=steps, xla_compile=True),
+    }
+
+
+def measure(workload: str, rounds: int, epochs: int, steps: int) -> dict[str, float]:
+    runs = contenders(workload, steps)
+    seen: dict[str, list[float]] = {name: [] for name in runs}
+    for r in range(rounds):
+        for name, block in runs.items():
+            times = block(epochs, steps)
+            seen[name] += times[1:]  # each block's first epoch warms up
+        print(f"  {workload}: round {r + 1}/{rounds} done", flush=True)
+    return {name: steps / statistics.median(times) for name, times in seen.items()}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--workloads", nargs="+", default=["mlp", "convnet"], choices=["mlp", "convnet"])
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--epochs", type=int, default=4, help="epochs per block (the first is not counted)")
+    parser.add_argument("--steps", type=int, default=100, help="steps per epoch")
+    args = parser.parse_args()
+    logging.getLogger("trainstack").setLevel(logging.WARNING)
+    print(f"machine: {platform.machine()}, {os.cpu_count()} cores; TensorFlow {tf.__version__}, "
+          f"Keras {keras.__version__}; batch {BATCH}")
+    results = {w: measure(w, args.rounds, args.epochs, args.steps) for w in args.workloads}
+    names = list(next(iter(results.values())))
+    best = "Keras fit, best (jit_compile, steps_per_execution=100)"
+    print("\nsteps/s (median over epochs); ratio to Keras at its best / to the bare 1-step loop\n")
+    print("| contender | " + " | ".join(args.workloads) + " |")
+    print("|---|" + "---|" * len(args.workloads))
+    for name in names:
+        cells = []
+        for w in args.workloads:
+            v = results[w][name]
+            cells.append(f"{v:.0f} ({v / results[w][best]:.2f}x / "
+                         f"{v / results[w]['bare tf.function, 1 step/call']:.2f}x)")
+        print(f"| {name} | " + " | ".join(cells) + " |")
+
+
+if __name__ == "__main__":
+    main()

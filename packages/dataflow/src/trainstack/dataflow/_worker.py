@@ -1,0 +1,153 @@
+"""What runs inside a worker process of the multi-process dataflows.
+
+:func:`run_worker` runs a dataflow pass after pass and sends each datapoint
+to the trainer as a msgpack frame tagged with its pass number, then an
+``end_of_pass`` frame; :func:`run_map_worker` maps the datapoints the trainer
+sends it (``task`` frames) and sends each result back (``result`` frames).
+An exception is sent as an ``error`` frame with its traceback, and the worker
+exits with code 1. A worker exits quietly when the trainer goes away.
+
+The process imports this module by its name; nothing in
+``trainstack.dataflow`` imports TensorFlow, so a worker imports only what
+the user's dataflow itself imports.
+"""
+from __future__ import annotations
+
+import itertools
+import os
+import pickle
+import queue
+import signal
+import sys
+import threading
+import traceback
+from multiprocessing import parent_process
+from multiprocessing.connection import Connection, wait
+from typing import Any, Callable, Iterator
+
+from .base import fix_rng_seed
+from .codec import decode_frame, encode_frame
+from .errors import EmptyDataFlowError, FrameError
+from .protocol import reset_dataflow
+
+
+class _TrainerGone(Exception):
+    """Sending or receiving failed: the trainer closed its end or exited."""
+
+
+def run_worker(conn: Connection, payload: bytes, index: int, count: int, sharded: bool,
+               seed: int | None, forbid_empty_pass: bool = False) -> None:
+    """Worker ``index`` of ``count``: unpickle ``(dataflow, worker_factory, map_func)`` from
+    ``payload`` and send the worker's datapoints through ``conn`` until the trainer goes away.
+
+    ``sharded``: keep the datapoints ``k % count == index`` of each pass. ``seed``: given to
+    :func:`fix_rng_seed` before ``reset_state`` (None: this process seeds on its own).
+    """
+    def work() -> Iterator[bytes]:
+        dataflow, worker_factory, map_func = pickle.loads(payload)
+        _seed_rngs(seed)
+        if worker_factory is not None:
+            dataflow = worker_factory(index, count)
+        reset_dataflow(dataflow)
+        return _frames(dataflow, index, count, sharded, map_func, forbid_empty_pass)
+
+    _serve(conn, index, count, work)
+
+
+def run_map_worker(conn: Connection, payload: bytes, index: int, count: int, seed: int | None) -> None:
+    """Map worker ``index`` of ``count``: unpickle ``map_func`` from ``payload``, then answer each
+    ``task`` frame from ``conn`` with a ``result`` frame holding ``map_func(datapoint)``."""
+    def work() -> Iterator[bytes]:
+        map_func = pickle.loads(payload)
+        _seed_rngs(seed)
+        tasks: queue.SimpleQueue[bytes | None] = queue.SimpleQueue()
+        # A thread keeps reading tasks, so that the trainer never blocks sending one while this
+        # process blocks sending a result: the pipe's two directions cannot deadlock.
+        threading.Thread(target=_read_tasks, args=(conn, tasks), name="task-reader", daemon=True).start()
+        return _results(tasks, map_func)
+
+    _serve(conn, index, count, work)
+
+
+def _serve(conn: Connection, index: int, count: int, work: Callable[[], Iterator[bytes]]) -> None:
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the trainer's: it stops the workers
+    _exit_with_parent()
+    try:
+        for frame in work():
+            _send(conn, frame)
+    except _TrainerGone:
+        return
+    except BaseException:  # noqa: BLE001 - reported to the trainer, which raises it
+        message = f"worker {index} of {count} (pid {os.getpid()}) failed:\n{traceback.format_exc()}"
+        try:
+            _send(conn, encode_frame("error", message=message))
+        except _TrainerGone:
+            pass
+        raise SystemExit(1) from None
+
+
+def _seed_rngs(seed: int | None) -> None:
+    if seed is None:
+        return
+    fix_rng_seed(seed)
+    # tensorpack's own DataFlows take their seeds from tensorpack's get_rng
+    tensorpack_utils = sys.modules.get("tensorpack.utils.utils")
+    if tensorpack_utils is not None and callable(getattr(tensorpack_utils, "fix_rng_seed", None)):
+        tensorpack_utils.fix_rng_seed(seed)
+
+
+def _frames(dataflow: Any, index: int, count: int, sharded: bool,
+            map_func: Callable[[Any], Any] | None, forbid_empty_pass: bool) -> Iterator[bytes]:
+    """The frames of pass after pass; a sharded worker keeps datapoints ``k % count == index``."""
+    for pass_num in itertools.count():
+        empty = True
+        for k, datapoint in enumerate(dataflow):
+            empty = False
+            if sharded and k % count != index:
+                continue
+            if map_func is not None:
+                datapoint = map_func(datapoint)
+            yield encode_frame("data", pass_num=pass_num, datapoint=datapoint)
+        if empty and forbid_empty_pass:
+            raise EmptyDataFlowError(f"the dataflow {type(dataflow).__name__} yielded no datapoint in "
+                                     "a whole pass; a worker needs at least one datapoint per pass")
+        yield encode_frame("end_of_pass", pass_num=pass_num)
+
+
+def _read_tasks(conn: Connection, tasks: queue.SimpleQueue) -> None:
+    try:
+        while True:
+            tasks.put(conn.recv_bytes())
+    except (EOFError, OSError):
+        tasks.put(None)  # the trainer closed its end: no more tasks
+
+
+def _results(tasks: queue.SimpleQueue, map_func: Callable[[Any], Any]) -> Iterator[bytes]:
+    while True:
+        data = tasks.get()
+        if data is None:
+            raise _TrainerGone()
+        frame = decode_frame(data, peer="the trainer")
+        if frame["kind"] != "task":
+            raise FrameError(f"a map worker expects 'task' frames, got a {frame['kind']!r} frame")
+        yield encode_frame("result", datapoint=map_func(frame["datapoint"]))
+
+
+def _send(conn: Connection, frame: bytes) -> None:
+    try:
+        conn.send_bytes(frame)
+    except OSError as e:  # BrokenPipeError, ConnectionResetError, a closed handle
+        raise _TrainerGone() from e
+
+
+def _exit_with_parent() -> None:
+    """Exit as soon as the trainer's process ends, even while busy inside the dataflow."""
+    parent = parent_process()
+    if parent is None:
+        return
+
+    def watch() -> None:
+        wait([parent.sentinel])
+        os._exit(0)
+
+    threading.Thread(target=watch, name="exit-with-trainer", daemon=True).start()

@@ -1,0 +1,272 @@
+"""Starting, watching and stopping the worker processes of the multi-process dataflows.
+
+Start-up without the main script. With the ``spawn`` (and ``forkserver``)
+start method, multiprocessing makes each new process re-run the parent's main
+script (as ``__mp_main__``) so that objects defined there can be unpickled.
+A training script imports TensorFlow at its top, so every worker would import
+TensorFlow too: seconds per worker on a busy machine, half a gigabyte each.
+The workers need the script only when what they unpickle refers to
+``__main__``. :func:`pickle_payload` finds such references while pickling;
+when there are none, :func:`start_workers` starts the workers without the
+script (it drops the main-module entries from multiprocessing's spawn
+preparation data for those processes only), and a worker imports just
+``trainstack.dataflow`` (no TensorFlow) and the modules of the user's objects.
+When there are, the workers re-run the script as before, and an INFO message
+says why they are slow to start and how to avoid it.
+"""
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import io
+import logging
+import multiprocessing as mp
+import multiprocessing.spawn as mp_spawn
+import pickle
+import secrets
+import signal
+import sys
+import threading
+import types
+import weakref
+from multiprocessing.connection import Connection
+from multiprocessing.process import BaseProcess
+from typing import Any, Callable, Iterator
+
+from .base import fixed_rng_seed
+from .codec import decode_frame
+from .errors import FrameError, InputError, InputWorkerError
+
+logger = logging.getLogger("trainstack.dataflow")
+
+_spawning = threading.local()
+_hook_lock = threading.Lock()
+
+
+@dataclasses.dataclass
+class Worker:
+    index: int
+    process: BaseProcess
+    conn: Connection
+    pass_num: int = 0  # the pass its next frame belongs to (stream workers)
+    in_flight: int = 0  # tasks sent and not yet answered (map workers)
+
+
+class _MainFinder(pickle.Pickler):
+    """A pickler that notes the first object of ``__main__`` it pickles by reference."""
+
+    def __init__(self, file: io.BytesIO) -> None:
+        super().__init__(file, protocol=pickle.HIGHEST_PROTOCOL)
+        self.found: str | None = None
+
+    def reducer_override(self, obj: Any) -> Any:
+        if self.found is None:
+            if isinstance(obj, (type, types.FunctionType)):
+                if getattr(obj, "__module__", None) == "__main__":
+                    self.found = f"__main__.{getattr(obj, '__qualname__', obj)}"
+            elif getattr(type(obj), "__module__", None) == "__main__":
+                self.found = f"an instance of __main__.{type(obj).__qualname__}"
+        return NotImplemented
+
+
+def pickle_payload(obj: Any, what: str, who: str) -> tuple[bytes, str | None]:
+    """``obj`` pickled, and the first thing of ``__main__`` it refers to (None when nothing)."""
+    buffer = io.BytesIO()
+    pickler = _MainFinder(buffer)
+    try:
+        pickler.dump(obj)
+    except Exception as e:  # noqa: BLE001 - pickle raises several kinds
+        raise InputError(
+            f"{who}: {what} must be picklable to start worker processes (define them at module "
+            f"level, not as lambdas or local classes); pickling failed with {type(e).__name__}: {e}") from e
+    return buffer.getvalue(), pickler.found
+
+
+def _install_preparation_hook() -> None:
+    """Wrap multiprocessing's ``spawn.get_preparation_data`` once, so that processes started
+    inside :func:`_without_main` do not re-run the main script; others are unaffected."""
+    with _hook_lock:
+        original = mp_spawn.get_preparation_data
+        if getattr(original, "_trainstack_wrapper", False):
+            return
+
+        def get_preparation_data(name: str) -> dict[str, Any]:
+            data = original(name)
+            if getattr(_spawning, "without_main", False):
+                data.pop("init_main_from_path", None)
+                data.pop("init_main_from_name", None)
+            return data
+
+        get_preparation_data._trainstack_wrapper = True  # type: ignore[attr-defined]
+        get_preparation_data.__wrapped__ = original  # type: ignore[attr-defined]
+        mp_spawn.get_preparation_data = get_preparation_data
+
+
+@contextlib.contextmanager
+def _without_main(enabled: bool) -> Iterator[None]:
+    if not enabled:
+        yield
+        return
+    _install_preparation_hook()
+    _spawning.without_main = True
+    try:
+        yield
+    finally:
+        _spawning.without_main = False
+
+
+def _main_script() -> str | None:
+    main = sys.modules.get("__main__")
+    spec_name = getattr(getattr(main, "__spec__", None), "name", None)
+    if spec_name is not None:
+        return f"module {spec_name}"
+    path = getattr(main, "__file__", None)
+    return f"script {path}" if path else None
+
+
+def start_workers(who: str, start_method: str, target: Callable[..., None], worker_kwargs: list[dict],
+                  main_ref: str | None, *, duplex: bool = False) -> list[Worker]:
+    """Start one process per ``worker_kwargs`` running ``target(conn=..., **kwargs)``.
+
+    ``main_ref`` (from :func:`pickle_payload`): what the workers must find in ``__main__``;
+    when None they start without re-running the main script.
+    """
+    if main_ref is not None and start_method != "fork":
+        script = _main_script()
+        if script is None:
+            raise InputError(
+                f"{who}: the worker processes would need {main_ref}, which is defined in an "
+                "interactive session or a `python -c` command and cannot be imported by another "
+                "process; define it in a module (a .py file on sys.path)")
+        logger.info(
+            "%s: the dataflow refers to %s, so each worker process re-runs the main %s (and "
+            "imports all it imports, TensorFlow included) before it starts: seconds per worker. "
+            "Define the dataflow and map_func in a module that the script imports, and the workers "
+            "start in a fraction of a second.", who, main_ref, script)
+    ctx = mp.get_context(start_method)
+    workers: list[Worker] = []
+    try:
+        with _without_main(main_ref is None):
+            for i, kwargs in enumerate(worker_kwargs):
+                if duplex:
+                    mine, theirs = ctx.Pipe(duplex=True)
+                else:
+                    mine, theirs = ctx.Pipe(duplex=False)  # (reader, writer): only the worker writes
+                process = ctx.Process(target=target, kwargs={"conn": theirs, **kwargs},
+                                      name=f"trainstack-dataflow-worker-{i}", daemon=True)
+                process.start()
+                theirs.close()  # the worker's exit then reads as EOF here
+                workers.append(Worker(i, process, mine))
+    except BaseException:
+        stop_workers(workers)
+        raise
+    logger.debug("%s: started worker processes %s", who, [w.process.pid for w in workers])
+    return workers
+
+
+def stop_workers(workers: list[Worker], timeout: float = 5.0) -> None:
+    """Terminate and join ``workers`` (killing those that do not stop); close their pipes."""
+    for w in workers:
+        if w.process.is_alive():
+            w.process.terminate()
+    for w in workers:
+        w.process.join(timeout)
+        if w.process.is_alive():
+            logger.warning("dataflow worker %s (pid %s) ignored SIGTERM; killing it", w.index, w.process.pid)
+            w.process.kill()
+            w.process.join(timeout)
+    for w in workers:
+        w.conn.close()
+
+
+def receive(who: str, w: Worker, count: int, closing: bool, during: str = "") -> dict[str, Any]:
+    """The next frame of worker ``w``; its error frame or its death raises InputWorkerError."""
+    try:
+        data = w.conn.recv_bytes()
+    except EOFError:
+        raise worker_failure(who, w, count, closing, during) from None
+    frame = decode_frame(data, peer=f"{who} worker {w.index}")
+    if frame["kind"] == "error":
+        raise InputWorkerError(f"{who}: {frame['message']}")
+    return frame
+
+
+def worker_failure(who: str, w: Worker, count: int, closing: bool, during: str = "") -> InputWorkerError:
+    """The error for worker ``w``, which died: its own error frame if it sent one."""
+    if closing:
+        return InputWorkerError(f"{who} was closed while it was being read")
+    w.process.join(1.0)
+    try:
+        while w.conn.poll(0):
+            frame = decode_frame(w.conn.recv_bytes(), peer=f"{who} worker {w.index}")
+            if frame["kind"] == "error":
+                return InputWorkerError(f"{who}: {frame['message']}")
+    except (EOFError, OSError, FrameError):
+        pass
+    code = w.process.exitcode
+    how = f"exit code {code}"
+    if code is not None and code < 0 and -code in signal.valid_signals():
+        how += f" (killed by {signal.Signals(-code).name})"
+    return InputWorkerError(
+        f"{who}: worker {w.index} of {count} (pid {w.process.pid}) died with {how}{during}; the dataflow "
+        "needs every worker. If it died at start-up, its stderr says why (e.g. the dataflow's "
+        "module cannot be imported in a fresh process)")
+
+
+def worker_seeds(count: int, shared: bool) -> list[int | None]:
+    """The seed each of ``count`` workers gives :func:`fix_rng_seed` (None: its own seed).
+
+    ``shared``: one seed for all (workers that must iterate a dataflow in the same order, such
+    as the shards of one pass): the seed of :func:`fix_rng_seed`, or a fresh random one.
+    Otherwise distinct seeds derived from the fixed seed, or None when there is none.
+    """
+    fixed = fixed_rng_seed()
+    if shared:
+        seed = fixed if fixed is not None else secrets.randbits(32)
+        return [seed] * count
+    return [None if fixed is None else (fixed + 1 + i) % 2**32 for i in range(count)]
+
+
+class WorkerProcesses:
+    """Base of the dataflows that run worker processes: start, stop, close, context manager.
+
+    Workers start on :meth:`reset_state` (or the first iteration) and stop on :meth:`close`,
+    when the object is collected, or at exit; they also exit when the trainer's process dies.
+    """
+
+    def _init_workers(self, start_method: str) -> None:
+        if start_method not in mp.get_all_start_methods():
+            raise ValueError(f"start_method {start_method!r} is not available here; "
+                             f"expected one of {mp.get_all_start_methods()}")
+        self.start_method = start_method
+        self._workers: list[Worker] = []
+        self._running = False
+        self._closing = False
+        self._finalizer: weakref.finalize | None = None
+
+    @property
+    def workers(self) -> tuple[BaseProcess, ...]:
+        """The worker processes of the latest start (alive or not)."""
+        return tuple(w.process for w in self._workers)
+
+    def _start(self, target: Callable[..., None], worker_kwargs: list[dict], main_ref: str | None,
+               duplex: bool = False) -> None:
+        self.close()
+        workers = start_workers(self.name, self.start_method, target, worker_kwargs, main_ref,
+                                duplex=duplex)
+        self._workers = workers
+        self._running, self._closing = True, False
+        self._finalizer = weakref.finalize(self, stop_workers, workers)
+
+    def close(self) -> None:
+        """Stop the workers (terminate, join, close the pipes). Safe to call twice."""
+        self._closing = True
+        self._running = False
+        if self._finalizer is not None:
+            self._finalizer()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()

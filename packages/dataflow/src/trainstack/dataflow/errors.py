@@ -1,0 +1,30 @@
+"""The errors of dataflows and of the processes that run them; each names what went wrong.
+
+They are the input layer's errors: ``trainstack.inputs`` re-exports these
+same classes (and adds its own subclasses), so ``except InputError`` catches a
+dataflow's error wherever it is raised.
+"""
+from __future__ import annotations
+
+__all__ = ["InputError", "EmptyDataFlowError", "InputWorkerError", "FrameError"]
+
+
+class InputError(RuntimeError):
+    """Base class of the errors of dataflows and inputs."""
+
+    # Raised while tf.function traces a step, an error keeps its type only if AutoGraph can
+    # rebuild it from a message, which it does when __init__ is Exception's (RuntimeError's
+    # own is not); otherwise users would get a StagingError instead of the error they catch.
+    __init__ = Exception.__init__
+
+
+class EmptyDataFlowError(InputError):
+    """A dataflow yielded no datapoint in a whole pass: training would wait forever."""
+
+
+class InputWorkerError(InputError):
+    """A worker process (or a remote sender) producing data died or failed."""
+
+
+class FrameError(InputError):
+    """A msgpack frame was malformed, of an unknown kind, or larger than allowed."""

@@ -1,0 +1,239 @@
+"""Dataflows whose datapoints are produced by worker processes, so that Python-heavy
+preprocessing uses more than one core.
+
+- :class:`MultiProcessDataFlow`: each datapoint exactly once per pass. Every
+  worker runs the dataflow and keeps its shard of it (or runs its own
+  dataflow from ``worker_factory``); passes are delivered one after the other.
+- :class:`MultiProcessRunner` (tensorpack's, alias ``PrefetchData``) and
+  :class:`MultiProcessRunnerZMQ` (alias ``PrefetchDataZMQ``): every worker runs
+  the *whole* dataflow, forever, each with its own random seed; a pass of the
+  runner is ``len(ds)`` datapoints from whichever workers produced them first
+  (so it assumes datapoints are i.i.d., as in tensorpack).
+
+Workers send datapoints to the trainer as msgpack frames (:mod:`.codec`)
+through pipes; nothing is unpickled from them. Pickle is used once, to start
+the workers: the dataflow (or ``worker_factory``) and ``map_func`` must be
+picklable (defined at module level, not lambdas or local classes), and their
+modules importable in a fresh process. Workers start without re-running the
+main script unless the dataflow refers to something defined in it (see
+:mod:`._workers`), so a training script that imports TensorFlow does not make
+its workers import it.
+"""
+from __future__ import annotations
+
+from multiprocessing.connection import wait
+from typing import Any, Callable, Iterator
+
+from ._worker import run_worker
+from ._workers import WorkerProcesses, pickle_payload, receive, worker_failure, worker_seeds
+from .base import ProxyDataFlow
+from .errors import FrameError, InputError
+from .protocol import dataflow_len_or_none
+
+__all__ = ["MultiProcessDataFlow", "MultiProcessRunner", "MultiProcessRunnerZMQ", "PrefetchData",
+           "PrefetchDataZMQ", "MultiProcessPrefetchData"]
+
+
+def _positive_int(value: Any, what: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ValueError(f"{what} must be a positive int, got {value!r}")
+    return value
+
+
+class MultiProcessDataFlow(WorkerProcesses):
+    """A dataflow whose datapoints are produced by ``num_workers`` worker processes.
+
+    Give either ``dataflow``, which every worker runs, worker ``i`` keeping the
+    datapoints ``k`` with ``k % num_workers == i`` (so put heavy per-datapoint
+    work in ``map_func``, which a worker applies only to the datapoints it
+    keeps), or ``worker_factory(i, num_workers)``, which returns worker ``i``'s
+    own dataflow; a pass is then the union of the workers' passes. ``size``
+    (datapoints per pass) defaults to ``len(dataflow)``.
+
+    The shards of one pass are a partition only if every worker iterates the
+    dataflow in the same order: the workers of a ``dataflow`` all get the same
+    random seed (:func:`fix_rng_seed`'s, or a fresh one at each start), so a
+    shuffling :class:`DataFromList` or any :class:`RNGDataFlow` shuffles the
+    same way in each. ``worker_factory`` workers get distinct seeds.
+
+    Each datapoint arrives exactly once per pass: frames carry their pass
+    number, and pass ``p`` is delivered completely (every worker's
+    ``end_of_pass``) before any datapoint of pass ``p + 1``; a worker that runs
+    ahead waits on its full pipe. Datapoints of one pass arrive in whatever
+    order the workers produce them.
+
+    Workers start on :meth:`reset_state` (or the first iteration) and stop on
+    :meth:`close`, when this object is collected, or at exit; they also exit
+    when the trainer's process dies. A worker that fails or dies makes the
+    iteration raise :class:`InputWorkerError` (its traceback, or its exit code)
+    as soon as it happens. Iterate from one thread at a time.
+
+    ``start_method`` is multiprocessing's; ``"spawn"`` (the default) is the safe
+    one once TensorFlow is loaded, ``"fork"`` starts fastest but is unsafe once
+    TensorFlow has started its threads.
+    """
+
+    def __init__(self, dataflow: Any = None, num_workers: int = 2, *,
+                 worker_factory: Callable[[int, int], Any] | None = None,
+                 map_func: Callable[[Any], Any] | None = None, size: int | None = None,
+                 start_method: str = "spawn") -> None:
+        if (dataflow is None) == (worker_factory is None):
+            raise ValueError("MultiProcessDataFlow needs either a dataflow or a worker_factory(index, "
+                             f"num_workers), not {'both' if dataflow is not None else 'neither'}")
+        _positive_int(num_workers, "num_workers")
+        for what, fn in (("worker_factory", worker_factory), ("map_func", map_func)):
+            if fn is not None and not callable(fn):
+                raise TypeError(f"{what} must be callable, got {fn!r}")
+        if size is not None:
+            _positive_int(size, "size (datapoints per pass, or None)")
+        self._init_workers(start_method)
+        self.dataflow = dataflow
+        self.num_workers = num_workers
+        self.worker_factory = worker_factory
+        self.map_func = map_func
+        self.size = size
+        self._next_pass = 0
+
+    @property
+    def name(self) -> str:
+        return f"MultiProcessDataFlow({self.num_workers} workers)"
+
+    def __len__(self) -> int:
+        if self.size is not None:
+            return self.size
+        if self.dataflow is None:
+            raise TypeError(f"{self.name} with a worker_factory does not know its size: pass size=")
+        return len(self.dataflow)
+
+    def reset_state(self) -> None:
+        """(Re)start the workers; the next iteration is their first pass."""
+        self.close()
+        payload, main_ref = pickle_payload((self.dataflow, self.worker_factory, self.map_func),
+                                           "the dataflow, worker_factory and map_func", self.name)
+        sharded = self.worker_factory is None
+        seeds = worker_seeds(self.num_workers, shared=sharded)
+        kwargs = [{"payload": payload, "index": i, "count": self.num_workers, "sharded": sharded,
+                   "seed": seeds[i]} for i in range(self.num_workers)]
+        self._start(run_worker, kwargs, main_ref)
+        self._next_pass = 0
+
+    def __iter__(self) -> Iterator[Any]:
+        """The datapoints of the next pass, from all workers."""
+        if not self._running:
+            self.reset_state()
+        pass_num, self._next_pass = self._next_pass, self._next_pass + 1
+        workers = self._workers
+        try:
+            while True:
+                pending = [w for w in workers if w.pass_num <= pass_num]
+                if not pending:
+                    return
+                ready = set(wait([w.conn for w in pending] + [w.process.sentinel for w in workers]))
+                for w in workers:
+                    if w.process.sentinel in ready:
+                        raise self._failure(w)
+                for w in pending:
+                    if w.conn not in ready:
+                        continue
+                    frame = self._receive(w)
+                    if frame["kind"] == "end_of_pass":
+                        w.pass_num += 1
+                    elif frame["pass_num"] == pass_num:
+                        yield frame["datapoint"]
+                    # else: a datapoint of an earlier pass whose iteration was abandoned midway
+        except (OSError, ValueError, EOFError) as e:
+            if self._closing:
+                raise InputError(f"{self.name} was closed while it was being read") from e
+            raise
+
+    def _receive(self, w) -> dict[str, Any]:
+        frame = receive(self.name, w, self.num_workers, self._closing, f" during pass {w.pass_num}")
+        if frame["kind"] not in ("data", "end_of_pass") or frame["pass_num"] != w.pass_num:
+            raise FrameError(f"{self.name}: worker {w.index} sent a {frame['kind']!r} frame "
+                             f"{frame.get('pass_num', '')} while on pass {w.pass_num}")
+        return frame
+
+    def _failure(self, w):
+        return worker_failure(self.name, w, self.num_workers, self._closing, f" during pass {w.pass_num}")
+
+
+class MultiProcessRunner(WorkerProcesses, ProxyDataFlow):
+    """tensorpack's ``MultiProcessRunner``: ``num_proc`` worker processes each run the whole
+    dataflow ``ds`` (each calls ``ds.reset_state()`` once, so each gets its own random seed)
+    pass after pass, forever; this dataflow yields their datapoints as they come.
+
+    One pass (``__iter__``) is ``len(ds)`` datapoints, or endless when ``ds`` has no size;
+    ``len`` is ``len(ds)``. With several workers a pass is not one pass of ``ds``: datapoints
+    are assumed i.i.d., as in tensorpack. For each datapoint exactly once per pass, use
+    :class:`MultiProcessDataFlow` (workers keep shards) or :class:`MultiProcessMapData`.
+
+    Differences from tensorpack: ``ds`` is pickled to the workers (spawned, not forked: it
+    and what it refers to must be defined at module level); ``num_prefetch`` is checked but
+    the buffering is the pipes' (each worker runs ahead until its pipe is full, 64 KiB on
+    Linux); ``reset_state`` may be called again, and restarts the workers. With a seed from
+    :func:`fix_rng_seed`, worker ``i`` uses seed ``seed + 1 + i``.
+    """
+
+    def __init__(self, ds: Any, num_prefetch: int, num_proc: int, *, start_method: str = "spawn") -> None:
+        ProxyDataFlow.__init__(self, ds)
+        self.num_prefetch = _positive_int(num_prefetch, "num_prefetch")
+        self.num_proc = _positive_int(num_proc, "num_proc")
+        self._init_workers(start_method)
+
+    @property
+    def name(self) -> str:
+        return f"{type(self).__name__}({self.num_proc} workers)"
+
+    def reset_state(self) -> None:
+        """(Re)start the workers; ``ds.reset_state()`` runs in each of them, not here."""
+        payload, main_ref = pickle_payload((self.ds, None, None), "the dataflow", self.name)
+        seeds = worker_seeds(self.num_proc, shared=False)
+        kwargs = [{"payload": payload, "index": i, "count": self.num_proc, "sharded": False,
+                   "seed": seeds[i], "forbid_empty_pass": True} for i in range(self.num_proc)]
+        self._start(run_worker, kwargs, main_ref)
+
+    def __iter__(self) -> Iterator[Any]:
+        if not self._running:
+            self.reset_state()
+        remaining = dataflow_len_or_none(self.ds)  # None: endless
+        workers = self._workers
+        try:
+            while remaining is None or remaining > 0:
+                ready = set(wait([w.conn for w in workers] + [w.process.sentinel for w in workers]))
+                for w in workers:
+                    if w.process.sentinel in ready:
+                        raise worker_failure(self.name, w, self.num_proc, self._closing)
+                for w in workers:
+                    if w.conn not in ready:
+                        continue
+                    frame = receive(self.name, w, self.num_proc, self._closing)
+                    if frame["kind"] != "data":
+                        continue  # end_of_pass: the runner does not count the workers' passes
+                    yield frame["datapoint"]
+                    if remaining is not None:
+                        remaining -= 1
+                        if remaining == 0:
+                            return
+        except (OSError, ValueError, EOFError) as e:
+            if self._closing:
+                raise InputError(f"{self.name} was closed while it was being read") from e
+            raise
+
+
+class MultiProcessRunnerZMQ(MultiProcessRunner):
+    """tensorpack's ``MultiProcessRunnerZMQ``, on the same pipes as :class:`MultiProcessRunner`
+    (no ZeroMQ): ``num_proc`` workers each run the whole ``ds`` forever; a pass is ``len(ds)``
+    of their datapoints, in the order they arrive. ``hwm`` (ZeroMQ's high-water mark) is checked
+    but, as ``num_prefetch`` there, the buffering is the pipes'. Datapoints travel as msgpack
+    (lists, dicts, numbers, str, bytes, NumPy arrays), as tensorpack's did."""
+
+    def __init__(self, ds: Any, num_proc: int = 1, hwm: int = 50, *, start_method: str = "spawn") -> None:
+        super().__init__(ds, num_prefetch=_positive_int(hwm, "hwm"), num_proc=num_proc,
+                         start_method=start_method)
+        self.hwm = hwm
+
+
+#: tensorpack's older names
+PrefetchData = MultiProcessRunner
+MultiProcessPrefetchData = MultiProcessRunner
+PrefetchDataZMQ = MultiProcessRunnerZMQ

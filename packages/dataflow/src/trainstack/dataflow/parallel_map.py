@@ -1,0 +1,212 @@
+"""Parallel map: ``MapData``'s semantics, with ``map_func`` running in several processes or
+threads while this process iterates the dataflow.
+
+As in tensorpack, the dataflow itself stays in this process (``reset_state``
+and iteration happen here; it need not be picklable): its datapoints are sent
+to the workers, ``map_func`` runs there, results come back in the order they
+are ready (not the input order), and a ``None`` result drops the datapoint.
+
+- ``strict=False`` (the default): an endless stream, a reordering of
+  ``RepeatedData(MapData(ds, map_func), -1)``: the buffer of ``buffer_size``
+  datapoints in flight carries over from one pass to the next, so passes mix at
+  their edges and ``__iter__`` never ends (``len`` is ``len(ds)``, which an
+  input uses as the steps of an epoch).
+- ``strict=True``: each ``__iter__`` is exactly one pass of ``ds`` mapped: the
+  same datapoints as ``MapData(ds, map_func)``, in another order. (tensorpack's
+  strict mode also forbids ``None`` results; here they drop the datapoint.)
+"""
+from __future__ import annotations
+
+import concurrent.futures
+import math
+import os
+from copy import copy
+from multiprocessing.connection import wait
+from typing import Any, Callable, Iterator
+
+from ._worker import run_map_worker
+from ._workers import Worker, WorkerProcesses, pickle_payload, receive, worker_failure, worker_seeds
+from .base import ProxyDataFlow
+from .codec import encode_frame
+from .errors import FrameError, InputError
+from .protocol import repeat_passes, reset_dataflow
+
+__all__ = ["MultiProcessMapData", "MultiProcessMapDataZMQ", "MultiThreadMapData"]
+
+
+def _check(value: Any, what: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ValueError(f"{what} must be a positive int, got {value!r}")
+    return value
+
+
+class MultiProcessMapData(WorkerProcesses, ProxyDataFlow):
+    """``map_func`` applied to the datapoints of ``ds`` by ``num_proc`` worker processes
+    (default: one per CPU core), with up to ``buffer_size`` datapoints in flight.
+
+    ``map_func`` must be picklable (a module-level function or a picklable object); the
+    datapoints and results travel as msgpack (lists, dicts, numbers, str, bytes, NumPy
+    arrays). ``ds`` runs in this process. Workers start on ``reset_state`` (which also resets
+    ``ds`` here) and stop on :meth:`close`, at collection or at exit; a worker's exception is
+    raised here as :class:`InputWorkerError` with its traceback. See the module for
+    ``strict``. With a seed from :func:`fix_rng_seed`, worker ``i`` uses ``seed + 1 + i``.
+    """
+
+    def __init__(self, ds: Any, num_proc: int | None = None, map_func: Callable[[Any], Any] | None = None,
+                 *, buffer_size: int = 200, strict: bool = False, start_method: str = "spawn") -> None:
+        ProxyDataFlow.__init__(self, ds)
+        if map_func is None or not callable(map_func):
+            raise TypeError(f"{type(self).__name__} needs a callable map_func, got {map_func!r}")
+        self.num_proc = _check((os.cpu_count() or 1) if num_proc is None else num_proc, "num_proc")
+        self.map_func = map_func
+        self.buffer_size = _check(buffer_size, "buffer_size")
+        self.strict = bool(strict)
+        self._init_workers(start_method)
+        self._source: Iterator[Any] | None = None
+
+    @property
+    def name(self) -> str:
+        return f"{type(self).__name__}({self.num_proc} workers)"
+
+    def reset_state(self) -> None:
+        """Reset ``ds`` in this process and (re)start the workers."""
+        payload, main_ref = pickle_payload(self.map_func, "map_func", self.name)
+        reset_dataflow(self.ds)
+        seeds = worker_seeds(self.num_proc, shared=False)
+        kwargs = [{"payload": payload, "index": i, "count": self.num_proc, "seed": seeds[i]}
+                  for i in range(self.num_proc)]
+        self._start(run_map_worker, kwargs, main_ref, duplex=True)
+        self._source = None
+
+    def __iter__(self) -> Iterator[Any]:
+        if not self._running:
+            self.reset_state()
+        if self.strict:
+            self._drain()  # results of a pass abandoned midway do not belong to this one
+            source = iter(self.ds)
+        else:
+            if self._source is None:
+                self._source = repeat_passes(self.ds, f"the dataflow of {self.name}")
+            source = self._source
+        try:
+            yield from self._map(source)
+        except (OSError, ValueError, EOFError) as e:
+            if self._closing:
+                raise InputError(f"{self.name} was closed while it was being read") from e
+            raise
+
+    def _map(self, source: Iterator[Any]) -> Iterator[Any]:
+        workers = self._workers
+        per_worker = max(1, math.ceil(self.buffer_size / len(workers)))
+        exhausted = False
+        while True:
+            while not exhausted:
+                w = min(workers, key=lambda w: w.in_flight)
+                if w.in_flight >= per_worker:
+                    break
+                try:
+                    datapoint = next(source)
+                except StopIteration:
+                    exhausted = True
+                    break
+                self._send(w, datapoint)
+            busy = [w for w in workers if w.in_flight]
+            if not busy:
+                return
+            ready = set(wait([w.conn for w in busy] + [w.process.sentinel for w in workers]))
+            for w in workers:
+                if w.process.sentinel in ready:
+                    raise worker_failure(self.name, w, self.num_proc, self._closing)
+            for w in busy:
+                if w.conn in ready:
+                    result = self._receive(w)
+                    if result is not None:
+                        yield result
+
+    def _send(self, w: Worker, datapoint: Any) -> None:
+        frame = encode_frame("task", datapoint=datapoint)
+        try:
+            w.conn.send_bytes(frame)
+        except OSError:
+            raise worker_failure(self.name, w, self.num_proc, self._closing) from None
+        w.in_flight += 1
+
+    def _receive(self, w: Worker) -> Any:
+        frame = receive(self.name, w, self.num_proc, self._closing)
+        if frame["kind"] != "result":
+            raise FrameError(f"{self.name}: worker {w.index} sent a {frame['kind']!r} frame, "
+                             "expected a 'result'")
+        w.in_flight -= 1
+        return frame["datapoint"]
+
+    def _drain(self) -> None:
+        for w in self._workers:
+            while w.in_flight:
+                self._receive(w)
+
+
+#: tensorpack's name of the same dataflow (there, on ZeroMQ)
+MultiProcessMapDataZMQ = MultiProcessMapData
+
+
+class MultiThreadMapData(ProxyDataFlow):
+    """``map_func`` applied to the datapoints of ``ds`` by ``num_thread`` threads (default: one
+    per CPU core), with up to ``buffer_size`` datapoints in flight; for ``map_func``\\ s that
+    release the GIL (I/O, NumPy, image decoding). ``map_func`` and the datapoints stay in this
+    process: nothing is pickled or encoded. See the module for ``strict``."""
+
+    def __init__(self, ds: Any, num_thread: int | None = None, map_func: Callable[[Any], Any] | None = None,
+                 *, buffer_size: int = 200, strict: bool = False) -> None:
+        super().__init__(ds)
+        if map_func is None or not callable(map_func):
+            raise TypeError(f"MultiThreadMapData needs a callable map_func, got {map_func!r}")
+        self.num_thread = _check((os.cpu_count() or 1) if num_thread is None else num_thread, "num_thread")
+        self.map_func = map_func
+        self.buffer_size = _check(buffer_size, "buffer_size")
+        self.strict = bool(strict)
+        self._pool: concurrent.futures.ThreadPoolExecutor | None = None
+        self._pending: set[concurrent.futures.Future] = set()
+        self._source: Iterator[Any] | None = None
+
+    def reset_state(self) -> None:
+        super().reset_state()
+        self.close()
+        self._pool = concurrent.futures.ThreadPoolExecutor(self.num_thread, thread_name_prefix="map")
+        self._source = None
+
+    def close(self) -> None:
+        """Stop the threads (after the datapoints they are mapping)."""
+        if self._pool is not None:
+            for future in self._pending:
+                future.cancel()
+            self._pool.shutdown(wait=True)
+            self._pool, self._pending = None, set()
+
+    def __iter__(self) -> Iterator[Any]:
+        if self._pool is None:
+            self.reset_state()
+        if self.strict:
+            concurrent.futures.wait(self._pending)
+            self._pending = set()
+            source = iter(self.ds)
+        else:
+            if self._source is None:
+                self._source = repeat_passes(self.ds, "the dataflow of MultiThreadMapData")
+            source = self._source
+        exhausted = False
+        while True:
+            while not exhausted and len(self._pending) < self.buffer_size:
+                try:
+                    datapoint = next(source)
+                except StopIteration:
+                    exhausted = True
+                    break
+                self._pending.add(self._pool.submit(self.map_func, copy(datapoint)))
+            if not self._pending:
+                return
+            done, _ = concurrent.futures.wait(self._pending, return_when=concurrent.futures.FIRST_COMPLETED)
+            for future in done:
+                self._pending.discard(future)
+                result = future.result()
+                if result is not None:
+                    yield result

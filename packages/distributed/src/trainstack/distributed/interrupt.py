@@ -1,0 +1,66 @@
+"""Stopping the processes of one job together on SIGTERM or Ctrl-C.
+
+A process that gets the signal cannot simply stop after its current step, as a
+single process does (trainstack.loop's interrupt.py): the others would wait for
+it in their next all-reduce until Horovod or the collective times out. The
+trainers here put the request into the next step's gradient all-reduce
+instead; after that step every process sees it and stops, the chief's savers
+save that very step, and every process exits: the signalled one with its
+signal's status, the others with SIGTERM's (they were stopped from elsewhere).
+"""
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+import tensorflow as tf
+
+from trainstack.loop import stop_after_this_step
+
+__all__ = ["AgreedInterrupt"]
+
+logger = logging.getLogger("trainstack.distributed")
+
+
+class AgreedInterrupt:
+    """Trainer mixin (before the trainer class in the bases): see the module docstring.
+
+    The trainer calls :meth:`_init_stop_agreement` in ``__init__``, appends
+    :meth:`stop_request_tensor` to the tensors of its gradient all-reduce and
+    passes the reduced value to :meth:`_record_stop_agreed`, in the traced step.
+    ``_num_processes()`` is the hook that says how many processes train together.
+    """
+
+    def _init_stop_agreement(self) -> None:
+        with tf.device("CPU:0"):  # this process's request, and the reduced requests of all
+            self._stop_request = tf.Variable(0.0, trainable=False, name="stop_request")
+            self._stop_agreed = tf.Variable(0.0, trainable=False, name="stop_agreed")
+        self._signal_name: str | None = None
+
+    def _num_processes(self) -> int:
+        raise NotImplementedError(f"{type(self).__name__} must implement _num_processes()")
+
+    def stop_request_tensor(self, dtype: Any) -> tf.Tensor:
+        """This process's stop request, shape [1]: append it to the all-reduce of the gradients."""
+        return tf.cast(tf.reshape(self._stop_request, [1]), dtype)
+
+    def _record_stop_agreed(self, reduced: tf.Tensor) -> None:
+        """Keep the all-reduced requests (> 0 when any process made one) for after the step."""
+        self._stop_agreed.assign(tf.cast(tf.reshape(reduced, []), tf.float32))
+
+    def on_interrupt(self, signal_name: str) -> None:
+        if self._num_processes() == 1:
+            super().on_interrupt(signal_name)  # type: ignore[misc]
+            return
+        self._signal_name = signal_name
+        self._stop_request.assign(1.0)
+        logger.warning("%s received during global step %d: every process stops after the next step, "
+                       "then the chief saves (Ctrl-C again to exit at once).", signal_name,
+                       self.global_step + 1)  # type: ignore[attr-defined]
+
+    def run_step(self) -> None:
+        super().run_step()  # type: ignore[misc]
+        loop = self.loop  # type: ignore[attr-defined]
+        if self._num_processes() > 1 and not loop.stop_requested and self._stop_agreed.numpy() > 0:
+            stop_after_this_step(loop, self._signal_name or "SIGTERM",
+                                 "received" if self._signal_name else "received by another process")

@@ -1,0 +1,18 @@
+"""Inference: predictors, inferencers and InferenceRunner, offline prediction, SavedModel export.
+
+Built from a TowerFunc alone (tensorpack's ``predict/`` and ``callbacks/inference*``);
+the trainers build their online predictors from here.
+"""
+from .predictor import OnlinePredictor
+from .inference import BinaryClassificationStats, ClassificationError, Inferencer, ScalarStats
+from .inference_runner import InferenceRunner
+from .data_parallel_inference import DataParallelInferenceRunner
+from .predict_config import OfflinePredictor, PredictConfig
+from .export import ModelExporter, export_saved_model
+from .dataset_predictor import DatasetPredictorBase, SimpleDatasetPredictor
+
+__all__ = [
+    "OnlinePredictor", "Inferencer", "ScalarStats", "ClassificationError", "BinaryClassificationStats",
+    "InferenceRunner", "DataParallelInferenceRunner", "PredictConfig", "OfflinePredictor",
+    "ModelExporter", "export_saved_model", "SimpleDatasetPredictor", "DatasetPredictorBase",
+]

@@ -1,0 +1,206 @@
+"""OnlinePredictor: run an inference tower of a trainer's model on NumPy arrays.
+
+An inference tower is the tower function built under
+``TowerContext(<name>, is_training=False)``: the same variables as the
+training towers (the reuse rule forbids it to make new ones), so predictions
+follow training as it goes. It is traced once, in a ``tf.function`` taking
+the selected inputs.
+
+Inputs the tower function takes but ``input_names`` leaves out are given
+zeros: shaped by their spec, whose first dimension may be unknown, then
+taking the batch size of the first given input that has one. The outputs
+asked for should not depend on them. When such a shape cannot be derived
+(other unknown dimensions, or no given input with a batch dimension) the
+predictor refuses to be built, naming the input.
+
+An input name may also name a tensor made inside the tower with
+``tf.compat.v1.placeholder_with_default(default, shape, name=...)`` (an
+optional input: tensorpack fed it through the session, e.g. a GAN's noise
+``z``). The predictor then feeds it: its tower is built in a graph
+(``tf.compat.v1.wrap_function``) pruned at that tensor, so the given array
+replaces the default and what only computed the default is not run. When it is
+left out of ``input_names``, the tower computes its default as usual.
+"""
+from __future__ import annotations
+
+import contextlib
+from typing import Any, Sequence
+
+import numpy as np
+import tensorflow as tf
+
+from trainstack.callbacks import summary_collection_scope
+from trainstack.inputs import InputSignatureError, check_datapoint
+
+from ..tower.tower import TowerContext, TowerFunc
+
+__all__ = ["OnlinePredictor", "predict_device"]
+
+
+def predict_device(index: int) -> str:
+    """The device of predictor ``index``: ``/device:GPU:<index>`` when GPUs exist, else the CPU."""
+    if isinstance(index, bool) or not isinstance(index, int) or index < 0:
+        raise ValueError(f"a predictor device must be a non-negative int, got {index!r}")
+    gpus = tf.config.list_logical_devices("GPU")
+    if not gpus:
+        return "/device:CPU:0"
+    if index >= len(gpus):
+        raise ValueError(f"predictor device {index} does not exist: this process sees {len(gpus)} GPU(s)")
+    return f"/device:GPU:{index}"
+
+
+def _names(what: str, names: Any) -> list[str]:
+    if isinstance(names, str):
+        names = [names]
+    if not isinstance(names, (list, tuple)) or not names or not all(isinstance(n, str) and n for n in names):
+        raise TypeError(f"{what} must be a non-empty list of names, got {names!r}")
+    return list(names)
+
+
+class OnlinePredictor:
+    """``predictor(*arrays) -> [np.ndarray, ...]``: one array per input name in, one per output name out.
+
+    Built from ``tower_func`` as tower ``tower_name`` (inference mode) on
+    ``device`` (None: TensorFlow's default placement). Output names are tensor
+    names inside the tower (see :meth:`TowerHandle.get_tensor`); an unknown
+    name fails here, when the predictor is built.
+    """
+
+    def __init__(self, tower_func: TowerFunc, input_names: Sequence[str], output_names: Sequence[str],
+                 tower_name: str = "predict_tower0", device: str | None = None, index: int = 0) -> None:
+        if not isinstance(tower_func, TowerFunc):
+            raise TypeError(f"OnlinePredictor needs a TowerFunc, got {tower_func!r}")
+        self.tower_func = tower_func
+        self.input_names = _names("input_names", input_names)
+        self.output_names = _names("output_names", output_names)
+        self.tower_name = tower_name
+        self.device = device
+        signature = tower_func.input_signature
+        by_name = {s.name: s for s in signature}
+        dup = sorted({n for n in self.input_names if self.input_names.count(n) > 1})
+        if dup:
+            raise ValueError(f"predictor {tower_name!r}: inputs {dup} are given more than once")
+        inner = [n for n in self.input_names if n not in by_name]
+        if inner:
+            self._build_with_inner_inputs(inner, index)
+            return
+        self.input_signature = tuple(by_name[n] for n in self.input_names)
+        fillers = self._plan_fillers(signature)
+
+        def predict(*given: tf.Tensor) -> list[tf.Tensor]:
+            values = dict(zip(self.input_names, given))
+            batch = next((tf.shape(t)[0] for t in given if t.shape.rank), None)
+            inputs = [values[s.name] if s.name in values else fillers[s.name](batch) for s in signature]
+            with summary_collection_scope(None), TowerContext(tower_name, is_training=False, index=index):
+                tower_func(*inputs)
+            handle = tower_func.towers[tower_name]
+            return [tf.identity(handle.get_tensor(n)) for n in self.output_names]
+
+        placement = tf.device(device) if device else contextlib.nullcontext()
+        with placement:
+            self._fn = tf.function(predict, input_signature=list(self.input_signature))
+            self._fn.get_concrete_function()  # build now: a bad name or a new variable fails here
+
+    def _build_with_inner_inputs(self, inner: list[str], index: int) -> None:
+        """Build a predictor some of whose inputs are ``placeholder_with_default`` tensors inside
+        the tower: the tower is built in a ``wrap_function`` graph, pruned at those tensors."""
+        tower_func, tower_name = self.tower_func, self.tower_name
+        signature = list(tower_func.input_signature)
+        placeholders: list[Any] = []
+
+        def build(*inputs: tf.Tensor) -> list[tf.Tensor]:
+            placeholders[:] = inputs
+            with summary_collection_scope(None), TowerContext(tower_name, is_training=False, index=index):
+                tower_func(*inputs)
+            handle = tower_func.towers[tower_name]
+            return [tf.identity(handle.get_tensor(n)) for n in self.output_names]
+
+        placement = tf.device(self.device) if self.device else contextlib.nullcontext()
+        with placement:
+            if tower_func._first_tower is None:  # a new model: create its variables in a tf.function
+                tf.function(build, input_signature=signature).get_concrete_function()
+            wrapped = tf.compat.v1.wrap_function(build, signature=signature)
+        handle = tower_func.towers[tower_name]
+        feeds: dict[str, tf.Tensor] = {}
+        for name in inner:
+            try:
+                tensor = handle.get_tensor(name)
+            except KeyError:
+                raise KeyError(
+                    f"predictor {tower_name!r}: input {name!r} is neither an input of the tower function "
+                    f"{[s.name for s in signature]} nor a tensor inside the tower; an optional input is "
+                    f"made in the tower with tf.compat.v1.placeholder_with_default(default, shape, "
+                    f"name={name!r})") from None
+            if tensor.op.type not in ("PlaceholderWithDefault", "Placeholder"):
+                raise ValueError(
+                    f"predictor {tower_name!r}: input {name!r} is a {tensor.op.type} inside the tower, not "
+                    "an input: TensorFlow 2 feeds only the tower function's inputs and tensors made with "
+                    f"tf.compat.v1.placeholder_with_default(default, shape, name={name!r})")
+            feeds[name] = tensor
+        by_name = {s.name: s for s in signature}
+        self.input_signature = tuple(
+            by_name[n] if n in by_name else tf.TensorSpec(feeds[n].shape, feeds[n].dtype, n)
+            for n in self.input_names)
+        pruned = wrapped.prune(feeds=[*placeholders, *feeds.values()], fetches=wrapped.structured_outputs)
+        given_specs = self.input_signature
+        names = self.input_names
+
+        def predict(*given: tf.Tensor) -> list[tf.Tensor]:
+            values = dict(zip(names, given))
+            batch = next((tf.shape(t)[0] for t in given if t.shape.rank), None)
+            args = []
+            for spec in signature:
+                if spec.name in values:
+                    args.append(values[spec.name])
+                elif spec.shape.rank and spec.shape[1:].is_fully_defined() and batch is not None:
+                    args.append(tf.zeros(tf.concat([[batch], tf.constant(spec.shape[1:].as_list(), tf.int32)], 0),
+                                         spec.dtype))
+                elif spec.shape.is_fully_defined():
+                    args.append(tf.zeros(spec.shape, spec.dtype))
+                else:
+                    raise InputSignatureError(
+                        f"predictor {tower_name!r}: input {spec.name!r} (shape {spec.shape}) is not among "
+                        f"input_names {names}, and zeros of its shape cannot be derived; add it to input_names")
+            return list(pruned(*args, *[values[n] for n in feeds]))
+
+        with placement:
+            self._fn = tf.function(predict, input_signature=list(given_specs))
+            self._fn.get_concrete_function()
+
+    @property
+    def tf_function(self) -> Any:
+        """The traced ``tf.function``: the input tensors (in ``input_names`` order) -> the list of
+        output tensors. For composing the predictor into other functions (e.g. an export)."""
+        return self._fn
+
+    def _plan_fillers(self, signature: Sequence[tf.TensorSpec]) -> dict[str, Any]:
+        has_batch = any(s.shape.rank for s in self.input_signature)
+        fillers = {}
+        for spec in signature:
+            if spec.name in self.input_names:
+                continue
+            shape = spec.shape
+            if shape.is_fully_defined():
+                fillers[spec.name] = lambda batch, s=spec: tf.zeros(s.shape, s.dtype)
+            elif shape.rank and shape[1:].is_fully_defined() and has_batch:
+                fillers[spec.name] = lambda batch, s=spec: tf.zeros(
+                    tf.concat([[batch], tf.constant(s.shape[1:].as_list(), tf.int32)], 0), s.dtype)
+            else:
+                raise InputSignatureError(
+                    f"predictor {self.tower_name!r}: input {spec.name!r} ({spec.dtype.name}, shape "
+                    f"{shape}) is not among input_names {self.input_names}, and zeros of its shape "
+                    "cannot be derived (only its first dimension may be unknown, taken from a given "
+                    "input's batch size); add it to input_names")
+        return fillers
+
+    def __call__(self, *arrays: Any) -> list[np.ndarray]:
+        if len(arrays) != len(self.input_names):
+            raise InputSignatureError(f"predictor {self.tower_name!r} takes {len(self.input_names)} arrays "
+                                      f"{self.input_names}, got {len(arrays)}")
+        checked = check_datapoint(list(arrays), self.input_signature, source=f"predictor {self.tower_name!r}")
+        outputs = self._fn(*checked)
+        return [np.asarray(o.numpy()) for o in outputs]
+
+    def __repr__(self) -> str:
+        return (f"OnlinePredictor({self.tower_name!r}, inputs={self.input_names}, "
+                f"outputs={self.output_names})")

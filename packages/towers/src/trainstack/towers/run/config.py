@@ -1,0 +1,382 @@
+"""TrainConfig and AutoResumeTrainConfig: a whole single-cost training run in one object.
+
+``launch_train_with_config(config, trainer)`` (launch.py) turns a TrainConfig
+into ``trainer.setup_graph(...)`` and ``trainer.train_with_defaults(...)``;
+the config itself only validates and holds the arguments, so that a bad
+argument fails when the config is built, before any graph is.
+
+``AutoResumeTrainConfig`` is a TrainConfig that continues the run recorded
+in the logger directory: the weights of its latest checkpoint and the loop
+position (epoch, step, ``global_step``) saved beside them by ModelSaver.
+"""
+from __future__ import annotations
+
+import logging
+import numbers
+import os
+from typing import Any, Sequence
+
+import tensorflow as tf
+
+from trainstack.callbacks import JSONWriter, get_logger_dir, load_loop_state
+from trainstack.inputs import InputError, InputSource, dataflow_size
+from trainstack.loop import Callback, MonitorBase
+
+from ..tower.model_desc import ModelDescBase
+from ..session.runtime import RuntimeConfig, reject_session_args
+from ..session.sessinit import ChainInit, CheckpointInit, SessionInit, SmartInit
+
+__all__ = ["TrainConfig", "AutoResumeTrainConfig", "LoopStateInit"]
+
+logger = logging.getLogger("trainstack.towers")
+
+#: The keyword arguments of the older form (tensorpack 003, see compat.py).
+LEGACY_ARGS = ("nr_tower", "tower", "predict_tower")
+#: TF1 session arguments: rejected with an error that names RuntimeConfig.
+SESSION_ARGS = ("session_config", "session_creator")
+
+
+class TrainConfig:
+    """Everything ``launch_train_with_config`` needs to train a :class:`ModelDesc`.
+
+    - ``dataflow`` (any re-iterable Python object yielding datapoints) or ``data``
+      (an :class:`~trainstack.inputs.InputSource`): exactly one of them. A dataflow
+      is wrapped by ``apply_default_prefetch`` (FeedInput for a plain SimpleTrainer,
+      QueueInput otherwise). An InputSource serves one trainer, so a config with
+      ``data=`` can be launched once; one with ``dataflow=`` any number of times.
+    - ``model``: the :class:`ModelDesc` (``launch_train_with_config`` requires one).
+    - ``callbacks``: your callbacks (default none). ``extra_callbacks``: added after
+      them; None means the trainer's defaults, ``DEFAULT_CALLBACKS()``
+      (MovingAverageSummary, ProgressBar, MergeAllSummaries, RunUpdateOps). Pass a
+      list to replace them (e.g. ``[]``). ``monitors``: None means ``DEFAULT_MONITORS()``
+      (TFEventWriter, JSONWriter, ScalarPrinter).
+    - ``session_init``: how to initialise the variables after the graph is built:
+      a SessionInit, or anything ``SmartInit`` accepts (a checkpoint path or
+      directory, a dict of arrays, an ``.npz`` path, a list of these).
+    - ``starting_epoch`` (default 1), ``max_epoch`` (default 99999; the number of the
+      last epoch, included), ``steps_per_epoch``: default the input's size (one pass
+      of the data), computed here so that an input of unknown size fails now. With
+      K towers a step takes K batches: divide it by K if an epoch should stay one pass.
+    - ``runtime``: a :class:`RuntimeConfig` (threads, soft placement, GPU memory
+      growth, XLA), applied by ``launch_train_with_config`` before anything else.
+      It replaces TF1's ``session_config``/``session_creator``, which are refused.
+
+    The older form (compat.py) also takes ``nr_tower`` (number of training towers),
+    ``tower`` (list of GPU ids of the training towers; sets ``nr_tower``) and
+    ``predict_tower`` (list of GPU ids for ``get_predictor(..., tower=k)``; -1 is
+    the CPU). They describe what a multi-GPU trainer should do; the current API
+    passes the devices to the trainer instead, so ``launch_train_with_config``
+    only checks that they agree with the trainer.
+    """
+
+    def __init__(self, dataflow: Any = None, data: InputSource | None = None,
+                 model: ModelDescBase | None = None, callbacks: Sequence[Callback] | None = None,
+                 extra_callbacks: Sequence[Callback] | None = None,
+                 monitors: Sequence[MonitorBase] | None = None, session_init: Any = None,
+                 starting_epoch: int = 1, steps_per_epoch: int | None = None,
+                 max_epoch: int = 99999, runtime: RuntimeConfig | None = None,
+                 **legacy: Any) -> None:
+        _reject_unknown(legacy)
+        reject_session_args(**{k: legacy.pop(k) for k in SESSION_ARGS if k in legacy})
+        self.dataflow, self.data = _check_input(dataflow, data)
+        if model is not None and not isinstance(model, ModelDescBase):
+            raise TypeError(f"TrainConfig(model=) must be a ModelDesc, got {model!r} "
+                            f"({type(model).__name__})")
+        self.model = model
+        self.callbacks: list[Callback] = _check_callbacks("callbacks", callbacks or [], Callback)
+        self.extra_callbacks: list[Callback] | None = (
+            None if extra_callbacks is None
+            else _check_callbacks("extra_callbacks", extra_callbacks, Callback))
+        self.monitors: list[MonitorBase] | None = (
+            None if monitors is None else _check_callbacks("monitors", monitors, MonitorBase))
+        self.session_init: SessionInit | None = (
+            None if session_init is None else SmartInit(session_init))
+        self.starting_epoch = _check_int("starting_epoch", starting_epoch)
+        self.max_epoch = _check_int("max_epoch", max_epoch)
+        if steps_per_epoch is None:
+            steps_per_epoch = self._input_size()
+        elif _check_int("steps_per_epoch", steps_per_epoch) == 0:
+            raise ValueError("TrainConfig(steps_per_epoch=0): an epoch needs at least one step")
+        self.steps_per_epoch = int(steps_per_epoch)
+        if runtime is not None and not isinstance(runtime, RuntimeConfig):
+            raise TypeError(f"TrainConfig(runtime=) must be a RuntimeConfig, got {runtime!r} "
+                            f"({type(runtime).__name__})")
+        self.runtime = runtime
+        self._set_towers(legacy.get("nr_tower"), legacy.get("tower"),
+                         legacy.get("predict_tower", [0]))
+        if self.max_epoch < self.starting_epoch:
+            logger.warning("TrainConfig: max_epoch=%d is before starting_epoch=%d; no epoch will run.",
+                           self.max_epoch, self.starting_epoch)
+
+    # -- the older form's towers ----------------------------------------------------------
+    @property
+    def nr_tower(self) -> int:
+        """Number of training towers (the older form; ``len(self.tower)``)."""
+        return len(self.tower)
+
+    @property
+    def towers_given(self) -> bool:
+        """Whether ``nr_tower`` or ``tower`` was passed (only then is the tower count checked)."""
+        return self._towers_given
+
+    def _set_towers(self, nr_tower: Any, tower: Any, predict_tower: Any) -> None:
+        self._towers_given = nr_tower is not None or tower is not None
+        if tower is not None:
+            if nr_tower not in (None, 1) and nr_tower != len(tower):
+                raise ValueError(f"TrainConfig: nr_tower={nr_tower} disagrees with tower={tower!r}; "
+                                 "pass one of them (tower= lists the GPU ids, nr_tower=N means "
+                                 "GPUs 0..N-1)")
+            self.tower = _check_gpu_ids("tower", tower, allow_cpu=False)
+        else:
+            n = 1 if nr_tower is None else _check_int("nr_tower", nr_tower)
+            if n < 1:
+                raise ValueError(f"TrainConfig(nr_tower={nr_tower}): needs at least one tower")
+            self.tower = list(range(n))
+        if isinstance(predict_tower, numbers.Integral):
+            predict_tower = [predict_tower]
+        self.predict_tower = _check_gpu_ids("predict_tower", predict_tower, allow_cpu=True)
+
+    def _input_size(self) -> int:
+        """The default steps_per_epoch: one pass of the dataflow or of the InputSource."""
+        try:
+            if self.dataflow is not None:
+                return dataflow_size(self.dataflow, "TrainConfig's dataflow")
+            return int(self.data.size())
+        except InputError as e:
+            raise ValueError(f"TrainConfig cannot default steps_per_epoch to the input's size: {e}. "
+                             "Pass TrainConfig(steps_per_epoch=...)") from e
+
+    def __repr__(self) -> str:
+        source = (f"dataflow={type(self.dataflow).__name__}" if self.dataflow is not None
+                  else f"data={self.data.name}")
+        return (f"{type(self).__name__}({source}, model={type(self.model).__name__}, "
+                f"starting_epoch={self.starting_epoch}, steps_per_epoch={self.steps_per_epoch}, "
+                f"max_epoch={self.max_epoch})")
+
+
+class LoopStateInit(SessionInit):
+    """Restore the loop position (epoch, step, ``global_step``) saved in a checkpoint.
+
+    ModelSaver stores ``trainer.loop.state_dict()`` in each checkpoint; this loads it
+    into ``trainer.loop`` so that the loop continues right after the saved step.
+    ``starting_epoch`` becomes the epoch the run continues at (what the resumed
+    run's TrainConfig says), unless ``starting_epoch`` is given: then the run starts
+    afresh at that epoch and only ``global_step`` continues.
+    """
+
+    def __init__(self, path: str, starting_epoch: int | None = None) -> None:
+        self.path = path
+        self.state = load_loop_state(path)
+        self.starting_epoch = (_resume_epoch(self.state) if starting_epoch is None
+                               else _check_int("starting_epoch", starting_epoch))
+        self._keep_position = starting_epoch is None
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.path!r})"
+
+    def _run_init(self, trainer: Any) -> None:
+        state = dict(self.state, starting_epoch=self.starting_epoch)
+        if not self._keep_position:
+            state.update(epoch_num=self.starting_epoch - 1, local_step=-1, epoch_finished=True)
+        trainer.loop.load_state_dict(state)
+        logger.info("Loop state of %s loaded: continuing at epoch %d, global_step %d.", self.path,
+                    self.starting_epoch, state["global_step"])
+
+
+def _resume_epoch(state: dict) -> int:
+    """The epoch a run continues at, from its saved loop state."""
+    return state["epoch_num"] + 1 if state["epoch_finished"] else state["epoch_num"]
+
+
+class AutoResumeTrainConfig(TrainConfig):
+    """A TrainConfig that continues the run found in the logger directory.
+
+    When ``get_logger_dir()`` (set it with ``set_logger_dir(dir, action="keep")``
+    before building the config) holds a checkpoint, as ModelSaver writes there:
+
+    1. ``session_init`` restores the checkpoint's weights (and optimizer state);
+    2. ``starting_epoch`` and the loop counters come from the loop state stored in
+       the checkpoint, so the run continues right after the saved step with the same
+       ``global_step``. A checkpoint without loop state falls back to the last epoch
+       recorded in ``stats.jsonl`` (JSONWriter), as tensorpack does.
+
+    ``always_resume=True`` (default): what the checkpoint says replaces the
+    ``session_init``/``starting_epoch`` you pass (logged). ``always_resume=False``:
+    those you pass win, and only what you did not pass is resumed. Without a logger
+    directory or checkpoint this is a plain TrainConfig. Checkpoints written elsewhere
+    (``ModelSaver(checkpoint_dir=...)``) are not looked for.
+    """
+
+    #: the checkpoint this run resumes from (None: a fresh run)
+    resumed_from: str | None = None
+
+    def __init__(self, always_resume: bool = True, **kwargs: Any) -> None:
+        logdir = get_logger_dir()
+        checkpoint = self.find_checkpoint(logdir)
+        if checkpoint is None:
+            if logdir is not None and JSONWriter.load_existing_epoch_number(logdir) is not None:
+                logger.warning("AutoResumeTrainConfig: %s has training statistics but no checkpoint; "
+                               "the run starts from the given arguments.", logdir)
+            super().__init__(**kwargs)
+            return
+        resume_weights = always_resume or "session_init" not in kwargs
+        resume_position = always_resume or "starting_epoch" not in kwargs
+        inits = []
+        if resume_weights:
+            _log_override(kwargs, "session_init", f"the weights of {checkpoint}")
+            inits.append(CheckpointInit(checkpoint))
+        elif kwargs.get("session_init") is not None:
+            inits.append(SmartInit(kwargs["session_init"]))
+            logger.info("AutoResumeTrainConfig: the given session_init is used instead of the "
+                        "weights of %s (always_resume=False).", checkpoint)
+        loop_init = self._loop_state_init(checkpoint, logdir,
+                                          None if resume_position else kwargs["starting_epoch"])
+        if loop_init is not None:
+            inits.append(loop_init)
+            epoch = loop_init.starting_epoch
+        else:  # no loop state in the checkpoint: tensorpack's way, the epoch from stats.jsonl
+            last = JSONWriter.load_existing_epoch_number(logdir) if resume_position else None
+            epoch = kwargs.get("starting_epoch", 1) if last is None else last + 1
+        if resume_position:
+            _log_override(kwargs, "starting_epoch", f"epoch {epoch}")
+        kwargs["starting_epoch"] = epoch
+        kwargs["session_init"] = inits[0] if len(inits) == 1 else ChainInit(inits) if inits else None
+        super().__init__(**kwargs)
+        self.resumed_from = checkpoint
+        logger.info("AutoResumeTrainConfig: resuming from %s at epoch %d.", checkpoint, epoch)
+
+    @staticmethod
+    def find_checkpoint(directory: str | os.PathLike | None = None) -> str | None:
+        """The latest readable checkpoint in ``directory`` (default: the logger directory), or
+        None. A checkpoint whose files are missing or damaged (a disk that lost a write) is
+        skipped, with a warning, for the one before it."""
+        directory = get_logger_dir() if directory is None else os.fspath(directory)
+        if not directory or not tf.io.gfile.isdir(directory):
+            return None
+        state = tf.train.get_checkpoint_state(directory)
+        if state is None:
+            return None
+        newest_first = [state.model_checkpoint_path,
+                        *reversed([p for p in state.all_model_checkpoint_paths
+                                   if p != state.model_checkpoint_path])]
+        for path in newest_first:
+            problem = _unreadable(path)
+            if problem is None:
+                return path
+            logger.warning("AutoResumeTrainConfig: checkpoint %s cannot be read (%s); trying the one "
+                           "before it.", path, problem)
+        logger.warning("AutoResumeTrainConfig: no readable checkpoint in %s.", directory)
+        return None
+
+    @classmethod
+    def get_sessinit_resume(cls, dir: str | None = None) -> SessionInit | None:  # noqa: A002
+        """tensorpack's helper: a CheckpointInit of the latest checkpoint in ``dir``, or None."""
+        checkpoint = cls.find_checkpoint(dir)
+        return None if checkpoint is None else CheckpointInit(checkpoint)
+
+    @staticmethod
+    def _loop_state_init(checkpoint: str, logdir: str,
+                         starting_epoch: int | None) -> LoopStateInit | None:
+        try:
+            init = LoopStateInit(checkpoint, starting_epoch=starting_epoch)
+        except KeyError:
+            logger.warning("AutoResumeTrainConfig: %s holds no loop state (not written by ModelSaver); "
+                           "global_step restarts at 0.", checkpoint)
+            return None
+        json_epoch = JSONWriter.load_existing_epoch_number(logdir)
+        if json_epoch is not None and json_epoch != _resume_epoch(init.state) - 1:
+            logger.info("AutoResumeTrainConfig: stats.jsonl ends at epoch %d but the checkpoint %s "
+                        "was saved in epoch %d; training continues from the checkpoint.",
+                        json_epoch, checkpoint, init.state["epoch_num"])
+        return init
+
+
+def _unreadable(path: str) -> str | None:
+    """Why checkpoint ``path`` cannot be restored (its first line), or None when every value reads."""
+    try:
+        reader = tf.train.load_checkpoint(path)
+        for name in reader.get_variable_to_shape_map():
+            reader.get_tensor(name)
+    except Exception as e:  # noqa: BLE001 - whatever the reader raises, the checkpoint is unusable
+        text = str(e).strip()
+        return f"{type(e).__name__}: {text.splitlines()[0]}" if text else type(e).__name__
+    return None
+
+
+# -- validation helpers ------------------------------------------------------------------------
+_VALID_ARGS = ("dataflow", "data", "model", "callbacks", "extra_callbacks", "monitors",
+               "session_init", "starting_epoch", "steps_per_epoch", "max_epoch", "runtime",
+               *LEGACY_ARGS)
+
+
+def _reject_unknown(kwargs: dict) -> None:
+    unknown = sorted(set(kwargs) - set(LEGACY_ARGS) - set(SESSION_ARGS))
+    if "optimizer" in unknown:
+        raise TypeError("TrainConfig(optimizer=) is not an argument: the optimizer comes from the "
+                        "model (ModelDesc.optimizer())")
+    if "dataset" in unknown:
+        raise TypeError("TrainConfig(dataset=) was renamed dataflow= (or pass an InputSource as data=)")
+    if unknown:
+        raise TypeError(f"TrainConfig got unexpected arguments {unknown}; valid arguments are "
+                        f"{list(_VALID_ARGS)}")
+
+
+def _check_input(dataflow: Any, data: Any) -> tuple[Any, InputSource | None]:
+    if dataflow is not None and data is not None:
+        raise ValueError("TrainConfig takes either dataflow= or data=, not both: dataflow= for a "
+                         "re-iterable Python object of datapoints, data= for an InputSource")
+    if dataflow is None and data is None:
+        raise ValueError("TrainConfig needs the training input: dataflow= (a re-iterable Python object "
+                         "of datapoints) or data= (an InputSource)")
+    if data is not None and not isinstance(data, InputSource):
+        hint = (" (that is a dataflow: pass it as dataflow=)" if hasattr(data, "__iter__") else "")
+        raise TypeError(f"TrainConfig(data=) must be an InputSource, got {type(data).__name__}{hint}")
+    if dataflow is not None:
+        if isinstance(dataflow, InputSource):
+            raise TypeError(f"TrainConfig(dataflow=) got the InputSource {dataflow.name}; pass it "
+                            "as data= instead")
+        if isinstance(dataflow, tf.data.Dataset):
+            raise TypeError("TrainConfig(dataflow=) got a tf.data.Dataset; pass "
+                            "data=TFDatasetInput(dataset) so the step reads it inside the graph")
+        if isinstance(dataflow, (str, bytes)) or not hasattr(dataflow, "__iter__"):
+            raise TypeError(f"TrainConfig(dataflow=) must be a re-iterable object yielding datapoints "
+                            f"(a list, a DataFlow, ...), got {dataflow!r:.80} "
+                            f"({type(dataflow).__name__})")
+    return dataflow, data
+
+
+def _check_callbacks(what: str, items: Any, kind: type) -> list:
+    if not isinstance(items, (list, tuple)):
+        raise TypeError(f"TrainConfig({what}=) must be a list, got {items!r:.80} "
+                        f"({type(items).__name__})")
+    for i, cb in enumerate(items):
+        if not isinstance(cb, kind):
+            raise TypeError(f"TrainConfig({what}=): item {i} is {cb!r:.80} ({type(cb).__name__}), "
+                            f"expected a {kind.__name__}")
+        if kind is Callback and isinstance(cb, MonitorBase):
+            raise TypeError(f"TrainConfig({what}=): item {i} ({cb.name}) is a monitor; pass it in "
+                            "monitors=")
+    return list(items)
+
+
+def _check_int(what: str, value: Any) -> int:
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 0:
+        raise ValueError(f"TrainConfig({what}=) must be a non-negative integer, got {value!r}")
+    return int(value)
+
+
+def _check_gpu_ids(what: str, ids: Any, allow_cpu: bool) -> list[int]:
+    low = -1 if allow_cpu else 0
+    if not isinstance(ids, (list, tuple)) or not ids or any(
+            isinstance(i, bool) or not isinstance(i, numbers.Integral) or i < low for i in ids):
+        cpu = " (-1 for the CPU)" if allow_cpu else ""
+        raise ValueError(f"TrainConfig({what}=) must be a non-empty list of GPU ids{cpu}, got {ids!r}")
+    if len(set(ids)) != len(ids):
+        raise ValueError(f"TrainConfig({what}={list(ids)!r}) has duplicate ids")
+    return [int(i) for i in ids]
+
+
+def _log_override(kwargs: dict, key: str, what: str) -> None:
+    if kwargs.get(key) is not None:
+        logger.info("AutoResumeTrainConfig: %s=%r is replaced by %s (always_resume=True).",
+                    key, kwargs[key], what)

@@ -1,0 +1,16 @@
+"""What a TF1 session was set up with: runtime settings, devices, variable initializers.
+
+Beside :mod:`trainstack.towers.tower` at the bottom of trainstack.towers (tensorpack's
+``tfutils/sessinit.py``, ``tfutils/sesscreate.py``): RuntimeConfig replaces the
+session's ConfigProto, SessionInit restores variables, devices names the towers' devices.
+"""
+from .runtime import RuntimeConfig, reject_session_args
+from .devices import logical_cpu_devices, resolve_devices
+from .sessinit import (ChainInit, CheckpointInit, DictRestore, InitReport, JustCurrentSession, SaverRestore,
+                       SaverRestoreRelaxed, SessionInit, SmartInit, get_model_loader)
+
+__all__ = [
+    "RuntimeConfig", "reject_session_args", "resolve_devices", "logical_cpu_devices", "SessionInit",
+    "JustCurrentSession", "CheckpointInit", "SaverRestore", "SaverRestoreRelaxed", "DictRestore",
+    "ChainInit", "SmartInit", "get_model_loader", "InitReport",
+]

@@ -1,0 +1,401 @@
+"""A custom trainer that builds its graph in ``__init__``, as tensorpack's GAN trainers do.
+
+tensorpack's custom trainers build a TF1 graph in their constructor and keep
+the ops to run::
+
+    class GANTrainer(TowerTrainer):
+        def __init__(self, input, model):
+            super().__init__()
+            self.register_callback(input.setup(model.get_input_signature()))
+            self.tower_func = TowerFunc(model.build_graph, model.get_input_signature())
+            with TowerContext('', is_training=True):
+                self.tower_func(*input.get_input_tensors())
+            opt = model.get_optimizer()
+            with tf.name_scope('optimize'):
+                g_min = opt.minimize(model.g_loss, var_list=model.g_vars, name='g_op')
+                with tf.control_dependencies([g_min]):
+                    d_min = opt.minimize(model.d_loss, var_list=model.d_vars, name='d_op')
+            self.train_op = d_min
+
+This runs in TensorFlow 2 as written, with Keras optimizers: they have no
+``minimize`` in Keras 3, and importing :mod:`trainstack.towers` gives them
+tensorpack's, which is :func:`minimize` (``minimize(opt, loss, var_list=...)``,
+the same call). What happens:
+
+- While a :class:`~trainstack.towers.TowerTrainer` subclass's ``__init__``
+  runs, a ``TowerContext`` entered outside any traced function does not run
+  the model eagerly (which would block on a queue's dequeue): it builds the
+  tower once in a scratch graph, with the input's tensors (the queue's
+  dequeue, a feed's placeholder), and records it. The model's variables are
+  created then (in a traced function, as the other trainers create them), so
+  the model's attributes (``model.g_loss``, ``model.g_vars``) exist after the
+  ``with`` block: losses as symbolic tensors, variables as the real ones.
+- ``opt.minimize`` (:func:`minimize`) on such a loss records an optimization (the optimizer, the
+  loss, the variables) and returns a :class:`GraphOp`. ``tf.control_dependencies
+  ([g_min])`` around the next ``minimize`` makes it run after ``g_min``, as in TF1.
+- A ``GraphOp`` is a step: ``self.train_op = d_min`` (the default
+  ``run_step`` runs it with the callbacks' hooks), ``self.hooked_run(self.d_min)``
+  or tensorpack's ``self.hooked_sess.run(self.d_min)``. When ``__init__``
+  returns, each ``GraphOp`` the trainer holds is traced (a
+  :class:`~trainstack.towers.TracedStep`): the recorded towers are built again
+  on the input's next batch, then the optimizations it depends on and its own
+  are applied, in order. The graph is frozen from there on, as with the other
+  trainers. Its output is its loss; callbacks fetch tensors by name from the
+  first training tower.
+- The optimizers are built for all the variables they minimize over (one Keras
+  optimizer may minimize several losses, as tensorpack's GAN does with one
+  ``model.get_optimizer()``), and ``trainer.checkpoint_objects`` holds them, so
+  ``ModelSaver`` saves their state.
+
+The trainer must know its input: ``self.register_callback(input.setup(...))``
+(or ``self.setup_input(signature, input)``) before the tower is built.
+Operations other than the towers and ``minimize`` (e.g. ``tf.add_n`` of the
+losses of several towers, as tensorpack's multi-GPU GAN trainer does) cannot be
+recorded; write such a trainer with :class:`~trainstack.towers.TracedStep`
+(see ``examples/gan_toy.py`` for both forms).
+"""
+from __future__ import annotations
+
+import contextlib
+import logging
+import threading
+from typing import Any, Iterator, Sequence
+
+import tensorflow as tf
+from tensorflow.python.framework import func_graph as _func_graph
+
+from trainstack.callbacks import SummaryCollection, summary_collection_scope
+
+from . import tower as _tower
+from .gradproc import check_optimizer, unwrap_optimizer
+from .step import TracedStep
+from .tower import TowerContext, TowerFunc
+
+__all__ = ["minimize", "GraphOp", "GraphBuildError"]
+
+logger = logging.getLogger("trainstack.towers")
+
+_local = threading.local()
+
+SUPPORTED_FORM = """\
+    def __init__(self, input, model):
+        super().__init__()
+        self.register_callback(input.setup(model.get_input_signature()))
+        self.tower_func = TowerFunc(model.build_graph, model.get_input_signature())
+        with TowerContext('', is_training=True):
+            self.tower_func(*input.get_input_tensors())
+        opt = model.get_optimizer()
+        g_min = opt.minimize(model.g_loss, var_list=model.g_vars)
+        with tf.control_dependencies([g_min]):
+            d_min = opt.minimize(model.d_loss, var_list=model.d_vars)
+        self.train_op = d_min"""
+
+
+class GraphBuildError(RuntimeError):
+    """A custom trainer's ``__init__`` built a graph in a way that cannot be recorded."""
+
+
+# -- construction of a trainer ---------------------------------------------------------------------
+class _Construction:
+    def __init__(self, trainer: Any) -> None:
+        self.trainer = trainer
+        self.depth = 0
+        self.recorder: GraphRecorder | None = None
+
+
+def _stack() -> list[_Construction]:
+    stack = getattr(_local, "stack", None)
+    if stack is None:
+        stack = _local.stack = []
+    return stack
+
+
+@contextlib.contextmanager
+def constructing(trainer: Any) -> Iterator[None]:
+    """Wrap a trainer's ``__init__`` (nested ``super().__init__`` calls count once); when the
+    outermost one returns, trace what it recorded."""
+    stack = _stack()
+    if stack and stack[-1].trainer is trainer:
+        stack[-1].depth += 1
+        try:
+            yield
+        finally:
+            stack[-1].depth -= 1
+        return
+    construction = _Construction(trainer)
+    stack.append(construction)
+    try:
+        yield
+    finally:
+        stack.pop()
+    if construction.recorder is not None:
+        construction.recorder.finish()
+
+
+def _current_recorder(create: bool = False) -> GraphRecorder | None:
+    stack = _stack()
+    if not stack:
+        return None
+    construction = stack[-1]
+    if construction.recorder is None and create:
+        construction.recorder = GraphRecorder(construction.trainer)
+    return construction.recorder
+
+
+def _eager_tower_hook(ctx: TowerContext) -> Any:
+    recorder = _current_recorder(create=True)
+    return None if recorder is None else recorder.enter_tower(ctx)
+
+
+_tower._eager_tower_hook = _eager_tower_hook
+
+
+# -- recording -----------------------------------------------------------------------------------------
+class _TowerRecord:
+    def __init__(self, tower_func: TowerFunc, ctx: TowerContext, graph: Any, ops: list) -> None:
+        self.tower_func = tower_func
+        self.name, self.is_training, self.index = ctx.name, ctx.is_training, ctx.index
+        self.graph = graph
+        self.ops = ops
+        self.position = {op: i for i, op in enumerate(ops)}
+
+
+class _Recording:
+    """The scratch graph a TowerContext entered eagerly builds its tower in."""
+
+    def __init__(self, recorder: GraphRecorder, ctx: TowerContext) -> None:
+        self.recorder = recorder
+        self.graph = _func_graph.FuncGraph(f"{type(recorder.trainer).__name__}_graph_build")
+        self._stack = contextlib.ExitStack()
+        self._stack.enter_context(self.graph.as_default())
+        source = recorder.trainer._input
+        if source is not None:
+            feeds = {name: tf.compat.v1.placeholder(spec.dtype, spec.shape, name=name.replace("/", "_"))
+                     for name, spec in source.feed_signature().items()}
+            self._stack.enter_context(source.tracing(feeds))
+        self._stack.enter_context(summary_collection_scope(None))
+
+    def __exit__(self, *exc: Any) -> None:
+        self._stack.__exit__(*exc)
+
+    def call_tower(self, tower_func: TowerFunc, ctx: TowerContext, inputs: Sequence[Any]) -> Any:
+        if tower_func._first_tower is None:
+            # create the variables in a traced function (tf.function lifts their creation out
+            # of the graph, whatever their initial values), then build the tower here
+            specs = [tf.TensorSpec(tf.convert_to_tensor(t).shape, tf.convert_to_tensor(t).dtype)
+                     for t in inputs]
+            with tf.init_scope():
+                tf.function(lambda *xs: tower_func._build(ctx, xs),
+                            autograph=False).get_concrete_function(*specs)
+        # the first training tower records its summaries (as the trainer's steps will: the
+        # same ops), into a collection of its own
+        main = ctx.is_training and not any(r.is_training for r in self.recorder.towers)
+        collection = SummaryCollection("graph_build") if main else None
+        before = len(self.graph.get_operations())
+        with summary_collection_scope(collection):
+            outputs = tower_func._build(ctx, inputs)
+        ops = [op for op in self.graph.get_operations()[before:] if op.type != "Placeholder"]
+        self.recorder.towers.append(_TowerRecord(tower_func, ctx, self.graph, ops))
+        return outputs
+
+
+class GraphRecorder:
+    """What a custom trainer's ``__init__`` built: its towers and its :func:`minimize` calls."""
+
+    def __init__(self, trainer: Any) -> None:
+        self.trainer = trainer
+        self.towers: list[_TowerRecord] = []
+        self.ops: list[GraphOp] = []
+        self.pending_deps: list[GraphOp] = []
+
+    def enter_tower(self, ctx: TowerContext) -> _Recording:
+        return _Recording(self, ctx)
+
+    def find(self, tensor: tf.Tensor) -> tuple[int, int, int] | None:
+        """(tower record, op position, output index) of a tensor a recorded tower built."""
+        for k, record in enumerate(self.towers):
+            if tensor.graph is record.graph and tensor.op in record.position:
+                return k, record.position[tensor.op], tensor.value_index
+        return None
+
+    def finish(self) -> None:
+        """End of ``__init__``: check, build the optimizers, trace the steps the trainer holds."""
+        if not self.towers:
+            return
+        trainer = self.trainer
+        if trainer._input is None:
+            raise GraphBuildError(
+                f"{type(trainer).__name__}.__init__ built a tower without telling the trainer its input. "
+                "Register the input's callbacks before building the tower, e.g.\n" + SUPPORTED_FORM)
+        if trainer._tower_func is None:
+            trainer._tower_func = self.towers[0].tower_func
+        self._build_optimizers()
+        held = [v for v in vars(trainer).values() if isinstance(v, GraphOp)]
+        for op in held:
+            op.step  # noqa: B018 - trace now: the graph is frozen after construction
+        logger.info("%s: traced %d step(s) from the graph built in __init__: %s", type(trainer).__name__,
+                    len(held), ", ".join(op.name for op in held))
+
+    def _build_optimizers(self) -> None:
+        by_optimizer: dict[int, tuple[Any, dict[int, Any]]] = {}
+        for op in self.ops:
+            _, variables = by_optimizer.setdefault(id(op.optimizer), (op.optimizer, {}))
+            for v in op.variables:
+                variables.setdefault(id(v), v)
+        for optimizer, variables in by_optimizer.values():
+            if not optimizer.built:
+                optimizer.build(list(variables.values()))
+            self.trainer._register_optimizer(optimizer)
+
+    def make_step(self, target: GraphOp) -> TracedStep:
+        order: list[GraphOp] = []
+
+        def visit(op: GraphOp, path: tuple) -> None:
+            if op in order:
+                return
+            if op in path:
+                raise GraphBuildError(f"{op.name} depends on itself through control dependencies")
+            for dep in op.deps:
+                visit(dep, path + (op,))
+            order.append(op)
+
+        visit(target, ())
+        trainer = self.trainer
+        source = trainer.input
+        towers = self.towers
+        main = next((k for k, r in enumerate(towers) if r.is_training), 0)
+
+        def body(feeds: Any, fetch_names: tuple[str, ...]) -> tuple[Any, dict[str, Any]]:
+            graph = tf.compat.v1.get_default_graph()
+            built, handles = [], []
+            with tf.GradientTape(persistent=True) as tape, source.tracing(feeds):
+                for k, record in enumerate(towers):
+                    inputs = source.get_input_tensors()
+                    collection = trainer.summary_collection if k == main else None
+                    before = len(graph.get_operations())
+                    with summary_collection_scope(collection), \
+                            TowerContext(record.name, is_training=record.is_training, index=record.index):
+                        record.tower_func(*inputs)
+                    ops = [op for op in graph.get_operations()[before:] if op.type != "Placeholder"]
+                    if [op.type for op in ops] != [op.type for op in record.ops]:
+                        raise GraphBuildError(
+                            f"tower {record.name!r} built a different graph when traced for step "
+                            f"{target.name} ({len(ops)} ops) than in {type(trainer).__name__}.__init__ "
+                            f"({len(record.ops)} ops): the tower function must build the same graph "
+                            "every time it is called")
+                    built.append(ops)
+                    handles.append(record.tower_func.towers[record.name])
+            output = None
+            for op in order:
+                k, position, index = op.loss_at
+                output = op.apply(tape, built[k][position].outputs[index])
+            del tape
+            handle = handles[main]
+            return output, {name: handle.get_tensor(name) for name in fetch_names}
+
+        step = TracedStep(body, source.feed_signature(), name=target.name)
+        step.trace(())
+        return step
+
+
+class GraphOp:
+    """An optimization recorded by :func:`minimize` while a trainer's ``__init__`` built its graph.
+
+    A step (it implements the loop's ``FetchableStep``): ``trainer.hooked_run(op)``
+    runs the recorded towers on the next batch and applies the optimizations ``op``
+    depends on (``tf.control_dependencies``), then its own; returns its loss.
+    """
+
+    def __init__(self, recorder: GraphRecorder, optimizer: Any, processors: list, loss: tf.Tensor,
+                 loss_at: tuple[int, int, int], variables: list, name: str, deps: list[GraphOp]) -> None:
+        self.recorder = recorder
+        self.optimizer = optimizer
+        self.processors = processors
+        self.loss_name = loss.name
+        self.loss_at = loss_at
+        self.variables = variables
+        self.name = name
+        self.deps = deps
+        self._step: TracedStep | None = None
+
+    def __call__(self) -> None:
+        # eager tf.control_dependencies([op]) calls the callables it is given: the next
+        # minimize() made under it runs after this one
+        self.recorder.pending_deps.append(self)
+
+    @property
+    def step(self) -> TracedStep:
+        """The traced step (traced at the end of the trainer's ``__init__``, or when first run)."""
+        if self._step is None:
+            self._step = self.recorder.make_step(self)
+        return self._step
+
+    def run_with_fetches(self, args: tuple, fetches: Sequence[str], feeds: Any) -> tuple[Any, Any]:
+        return self.step.run_with_fetches(args, fetches, feeds)
+
+    def apply(self, tape: tf.GradientTape, loss: tf.Tensor) -> tf.Tensor:
+        grads = tape.gradient(loss, self.variables)
+        pairs = [(g, v) for g, v in zip(grads, self.variables) if g is not None]
+        unused = [_tower.variable_name(v) for g, v in zip(grads, self.variables) if g is None]
+        if unused:
+            logger.warning("%s: %s does not depend on %s; they are not updated", self.name, self.loss_name,
+                           ", ".join(unused))
+        if not pairs:
+            raise GraphBuildError(f"{self.name}: loss {self.loss_name} depends on none of its var_list")
+        for proc in self.processors:
+            pairs = proc.process(pairs)
+        self.optimizer.apply_gradients(pairs)
+        return loss
+
+    def __repr__(self) -> str:
+        return f"GraphOp({self.name!r}, loss={self.loss_name!r}, {len(self.variables)} variables)"
+
+
+def _tower_variables(recorder: GraphRecorder, k: int) -> list:
+    return recorder.towers[k].tower_func.trainable_variables
+
+
+def minimize(optimizer: Any, loss: Any, var_list: Sequence[Any] | None = None, name: str | None = None,
+             tape: tf.GradientTape | None = None) -> Any:
+    """tensorpack's ``opt.minimize(loss, var_list=..., name=...)`` for a Keras optimizer.
+
+    In a custom trainer's ``__init__`` (``loss`` built by a tower under a
+    ``TowerContext``, see :mod:`trainstack.towers.tower.graph_build`): records the
+    optimization and returns a :class:`GraphOp`, a step the trainer runs.
+    ``var_list`` defaults to the trainable variables of the loss's tower function.
+    ``optimizer`` may be wrapped by ``apply_grad_processors``.
+
+    Inside a traced function (a step body): applies the gradients of ``loss``
+    (taken with ``tape``, which must have recorded it) to ``var_list`` now, and
+    returns ``loss``.
+    """
+    check_optimizer(optimizer, "minimize(optimizer, ...)")
+    keras_optimizer, processors = unwrap_optimizer(optimizer)
+    if not tf.executing_eagerly() or (tape is not None):
+        if tape is None or var_list is None:
+            raise TypeError("minimize() inside a traced function needs tape= (a tf.GradientTape that "
+                            "recorded the loss) and var_list=")
+        variables = list(var_list)
+        pairs = [(g, v) for g, v in zip(tape.gradient(loss, variables), variables) if g is not None]
+        for proc in processors:
+            pairs = proc.process(pairs)
+        keras_optimizer.apply_gradients(pairs)
+        return loss
+    recorder = _current_recorder()
+    located = None
+    if recorder is not None and isinstance(loss, tf.Tensor) and tf.is_symbolic_tensor(loss):
+        located = recorder.find(loss)
+    if located is None:
+        raise GraphBuildError(
+            f"minimize(optimizer, loss={loss!r:.80}): outside a traced function, the loss must be a "
+            "tensor built by a tower function under a TowerContext in a TowerTrainer subclass's "
+            "__init__ (tensorpack's graph building); for example:\n" + SUPPORTED_FORM)
+    variables = list(var_list) if var_list is not None else _tower_variables(recorder, located[0])
+    if not variables:
+        raise GraphBuildError(f"minimize(): var_list is empty for loss {loss.name}")
+    deps, recorder.pending_deps = recorder.pending_deps, []
+    op = GraphOp(recorder, keras_optimizer, processors, loss, located, variables,
+                 name or f"minimize_{len(recorder.ops)}", deps)
+    recorder.ops.append(op)
+    return op
+

@@ -1,0 +1,104 @@
+"""ModelDesc: a model described by its inputs, its tower function and its optimizer.
+
+::
+
+    class Model(ModelDesc):
+        def __init__(self):
+            self.fc = keras.layers.Dense(10)          # Keras layers owned by the model hold
+                                                      # the variables, created once
+        def inputs(self):
+            return [tf.TensorSpec([None, 784], tf.float32, "image"),
+                    tf.TensorSpec([None], tf.int32, "label")]
+
+        def build_graph(self, image, label):          # the tower function: returns the cost
+            training = get_current_tower_context().is_training
+            logits = self.fc(image, training=training)
+            cost = tf.reduce_mean(keras.losses.sparse_categorical_crossentropy(
+                label, logits, from_logits=True), name="cost")
+            tf.identity(accuracy(logits, label), name="accuracy")   # fetchable by name
+            add_moving_summary(cost)
+            return cost
+
+        def optimizer(self):
+            return keras.optimizers.Adam(1e-3)
+
+``build_graph`` is called once per tower and on every trace (see
+:mod:`trainstack.towers.tower.tower`): keep it free of side effects beyond building
+the graph, and pass ``training=`` to layers that behave differently
+(dropout, batch normalization).
+"""
+from __future__ import annotations
+
+import abc
+from typing import Any
+
+import tensorflow as tf
+
+from trainstack.inputs import InputSignatureError, normalize_signature
+
+__all__ = ["ModelDescBase", "ModelDesc"]
+
+
+class ModelDescBase(abc.ABC):
+    """A model: ``inputs()`` (its input signature) and ``build_graph(*inputs)``."""
+
+    @abc.abstractmethod
+    def inputs(self) -> list[tf.TensorSpec]:
+        """The input signature: a list of ``tf.TensorSpec`` with distinct names."""
+
+    @abc.abstractmethod
+    def build_graph(self, *inputs: tf.Tensor) -> Any:
+        """Build the model on ``inputs`` (tensors, in the order of :meth:`inputs`)."""
+
+    def get_input_signature(self) -> tuple[tf.TensorSpec, ...]:
+        """:meth:`inputs`, checked (every spec a named ``tf.TensorSpec``), computed once."""
+        cached = self.__dict__.get("_input_signature_cache")
+        if cached is None:
+            specs = self.inputs()
+            if isinstance(specs, tf.TensorSpec) or not isinstance(specs, (list, tuple)):
+                raise InputSignatureError(f"{type(self).__name__}.inputs() must return a list of "
+                                          f"tf.TensorSpec, got {specs!r}")
+            unnamed = [i for i, s in enumerate(specs) if isinstance(s, tf.TensorSpec) and not s.name]
+            if unnamed:
+                raise InputSignatureError(
+                    f"{type(self).__name__}.inputs(): the specs at positions {unnamed} have no name; "
+                    "give each one, e.g. tf.TensorSpec([None, 28, 28], tf.float32, 'image'): "
+                    "callbacks and predictors refer to inputs by name")
+            cached = normalize_signature(specs)
+            self.__dict__["_input_signature_cache"] = cached
+        return cached
+
+    @property
+    def input_names(self) -> list[str]:
+        return [s.name for s in self.get_input_signature()]
+
+    @property
+    def training(self) -> bool:
+        """Whether the tower being built is a training tower (tensorpack's ``self.training``):
+        ``get_current_tower_context().is_training``. Only inside ``build_graph``."""
+        from .tower import get_current_tower_context  # noqa: PLC0415 - tower imports nothing of ours
+
+        ctx = get_current_tower_context()
+        if ctx is None:
+            raise RuntimeError(f"{type(self).__name__}.training is the current tower's is_training; it "
+                               "exists only while a tower is built (inside build_graph)")
+        return ctx.is_training
+
+
+class ModelDesc(ModelDescBase):
+    """A single-cost model: ``build_graph`` returns the cost, ``optimizer()`` the optimizer."""
+
+    def optimizer(self) -> Any:
+        """A Keras optimizer (possibly wrapped by :func:`apply_grad_processors`) to minimize the cost."""
+        raise TypeError(f"{type(self).__name__} defines no optimizer(): override ModelDesc.optimizer() "
+                        "to return a Keras optimizer before training it (inference needs none)")
+
+    def get_optimizer(self) -> Any:
+        """:meth:`optimizer`, called once: the same optimizer on every call."""
+        cached = self.__dict__.get("_optimizer_cache")
+        if cached is None:
+            cached = self.optimizer()
+            from .gradproc import check_optimizer
+            check_optimizer(cached, f"{type(self).__name__}.optimizer()")
+            self.__dict__["_optimizer_cache"] = cached
+        return cached

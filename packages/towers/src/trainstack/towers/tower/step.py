@@ -1,0 +1,185 @@
+"""TracedStep: a traced step function that callbacks fetch named tensors from.
+
+The loop's hooked run asks the step for named values (callbacks'
+``before_run`` fetches) and gives it feeds. A :class:`TracedStep` keeps one
+``tf.function`` per distinct set of fetch names ("variant"): the variant
+computes the step *and* returns the requested tensors, looked up by name in
+the step's own graph, so the values come from the same call as the training
+step, and tensors reach the host only when a callback asked for them.
+
+The graph is frozen: each variant is traced once, when first used (the
+no-fetch variant at setup). Any later trace of a variant raises
+:class:`RetraceError` instead of silently rebuilding the model on every call
+(e.g. after ``tf.config.run_functions_eagerly(True)``, which would run the
+Python step code each time).
+"""
+from __future__ import annotations
+
+import logging
+import threading
+from typing import Any, Callable, Mapping, Sequence
+
+import tensorflow as tf
+
+__all__ = ["TracedStep", "RetraceError"]
+
+logger = logging.getLogger("trainstack.towers")
+
+#: body(feeds, fetch_names) -> (output, {name: tensor}); called while tracing.
+StepBody = Callable[[Mapping[str, tf.Tensor], tuple[str, ...]], tuple[Any, Mapping[str, Any]]]
+
+
+class RetraceError(RuntimeError):
+    """A traced step was traced again after its first trace: the graph is frozen."""
+
+    # Exception's own __init__ lets autograph re-raise it with its type when it crosses a trace
+    __init__ = Exception.__init__
+
+
+class TracedStep:
+    """A step function with fetch-by-name variants; implements the loop's ``FetchableStep``.
+
+    ``body(feeds, fetch_names)`` builds the step in the graph being traced and
+    returns ``(output, {name: tensor for name in fetch_names})``.
+    ``feed_signature`` ({name: TensorSpec}) is what the step takes; feeds come
+    from the hooked run (e.g. a FeedInput's batches). ``jit_compile`` is
+    passed to ``tf.function``.
+
+    With ``multi_step``, the body takes a third argument, the number of steps
+    to make in this call (an int32 scalar tensor: one trace serves every
+    count), and the step is run with that count as its one positional
+    argument (``trainer.hooked_run(step, n)``; default 1).
+    """
+
+    def __init__(self, body: StepBody, feed_signature: Mapping[str, tf.TensorSpec], *,
+                 name: str = "train_step", jit_compile: bool = False, multi_step: bool = False) -> None:
+        if not callable(body):
+            raise TypeError(f"TracedStep body must be callable, got {body!r}")
+        self.name = name
+        self.multi_step = bool(multi_step)
+        self._body = body
+        self.feed_signature = dict(feed_signature)
+        #: the feeds in the order the traced function takes them flat (tf.nest sorts dict keys)
+        self._flat_feeds = sorted(self.feed_signature.items())
+        self.jit_compile = bool(jit_compile)
+        self._variants: dict[tuple[str, ...], Any] = {}
+        #: each variant's one trace: called directly, it skips tf.function's per-call argument
+        #: matching (about half of a small model's step time)
+        self._concrete: dict[tuple[str, ...], Any] = {}
+        #: traces made of each variant (more than one only while it is first traced)
+        self.trace_counts: dict[tuple[str, ...], int] = {}
+        self._opening: set[tuple[str, ...]] = set()
+        self._lock = threading.RLock()
+
+    # -- variants -------------------------------------------------------------------------------
+    @property
+    def variants(self) -> list[tuple[str, ...]]:
+        """The fetch-name sets traced so far (``()`` is the plain step)."""
+        return list(self._variants)
+
+    def trace(self, fetches: Sequence[str] = ()) -> None:
+        """Trace the variant fetching ``fetches`` now (without running it)."""
+        self._variant(_key(fetches))
+
+    def _variant(self, key: tuple[str, ...]) -> Any:
+        fn = self._variants.get(key)
+        if fn is not None:
+            return fn
+        with self._lock:
+            fn = self._variants.get(key)
+            if fn is not None:
+                return fn
+
+            def traced(feeds: Mapping[str, tf.Tensor], *steps: tf.Tensor) -> tuple[Any, Mapping[str, Any]]:
+                self._on_trace(key)
+                return self._body(feeds, key, *steps)
+
+            traced.__name__ = f"{self.name}_{len(self._variants)}"
+            signature = [self.feed_signature] + ([tf.TensorSpec([], tf.int32)] if self.multi_step else [])
+            fn = tf.function(traced, input_signature=signature, jit_compile=self.jit_compile,
+                             autograph=True)
+            self._opening.add(key)
+            try:
+                self._concrete[key] = fn.get_concrete_function()
+            finally:
+                self._opening.discard(key)
+            self._variants[key] = fn
+            if key:
+                logger.info("%s: traced a variant fetching %s.", self.name, list(key))
+            return fn
+
+    def _on_trace(self, key: tuple[str, ...]) -> None:
+        self.trace_counts[key] = self.trace_counts.get(key, 0) + 1
+        if key not in self._opening:
+            what = f"fetching {list(key)}" if key else "without fetches"
+            raise RetraceError(
+                f"{self.name} (the variant {what}) is being traced again (trace "
+                f"#{self.trace_counts[key]}) after it was set up. The graph is frozen after "
+                "setup_graph: a retrace would rebuild the model, slowly and maybe differently. "
+                "Common causes: tf.config.run_functions_eagerly(True) (which runs the Python step "
+                "code on every call), or calling the step's tf.function with arguments of another "
+                "signature")
+
+    # -- running ----------------------------------------------------------------------------------
+    def run_with_fetches(self, args: tuple, fetches: Sequence[str],
+                         feeds: Mapping[str, Any]) -> tuple[Any, Mapping[str, Any]]:
+        """The loop's hooked-run protocol: run once with ``feeds``; return
+        ``(output, {name: value})`` for the names in ``fetches``; the values are NumPy (as
+        tensorpack's ``run_values.results``), copied to the host only when something was fetched."""
+        if len(args) > int(self.multi_step):
+            raise TypeError(f"{self.name} takes {'the number of steps as its one' if self.multi_step else 'no'} "
+                            f"positional argument (its inputs come from the InputSource and the feeds), "
+                            f"got {len(args)}")
+        self._check_feeds(feeds)
+        key = _key(fetches)
+        steps = (tf.constant(args[0] if args else 1, tf.int32),) if self.multi_step else ()
+        fn = self._variant(key)
+        if tf.config.functions_run_eagerly():  # the tf.function retraces: RetraceError
+            output, values = fn(dict(feeds), *steps)
+        else:
+            output, values = self._call_concrete(self._concrete[key], feeds, steps)
+        if values:
+            values = tf.nest.map_structure(_to_numpy, values)
+        return output, values
+
+    def _call_concrete(self, concrete: Any, feeds: Mapping[str, Any], steps: tuple) -> Any:
+        """Call a variant's trace with ``feeds`` (and the step count). Its arguments are known
+        exactly, so they go in flat, as tensors, past the per-call matching of structured
+        arguments, which costs a small model a third of its step; TensorFlow versions without
+        ``ConcreteFunction._call_flat`` take the public call."""
+        call_flat = getattr(concrete, "_call_flat", None)
+        if call_flat is None:
+            return concrete(dict(feeds), *steps)
+        flat = [tf.convert_to_tensor(feeds[name], spec.dtype) for name, spec in self._flat_feeds]
+        return call_flat([*flat, *steps], concrete.captured_inputs)  # packs its outputs itself
+
+    def __call__(self, **feeds: Any) -> Any:
+        """Run the plain step (no fetches) with ``feeds``; return its output."""
+        return self.run_with_fetches((), (), feeds)[0]
+
+    def _check_feeds(self, feeds: Mapping[str, Any]) -> None:
+        expected = self.feed_signature
+        if feeds.keys() == expected.keys():
+            return
+        missing = sorted(set(expected) - set(feeds))
+        extra = sorted(set(feeds) - set(expected))
+        msg = f"{self.name} takes the feeds {sorted(expected)}"
+        if missing:
+            msg += (f"; {missing} are missing (a FeedInput gives them in hooked runs only: run the "
+                    "step with trainer.hooked_run, and register the input's callbacks)")
+        if extra:
+            msg += f"; {extra} are not inputs of the step (fed by a callback's before_run)"
+        raise KeyError(msg)
+
+    def __repr__(self) -> str:
+        return f"TracedStep({self.name!r}, variants={self.variants})"
+
+
+def _to_numpy(value: Any) -> Any:
+    return value.numpy() if isinstance(value, tf.Tensor) else value
+
+
+def _key(fetches: Sequence[str]) -> tuple[str, ...]:
+    if isinstance(fetches, str):
+        fetches = [fetches]
+    return tuple(sorted(set(fetches)))

@@ -1,0 +1,78 @@
+"""AsyncMultiGPUTrainer: shared variables; each tower applies its own gradients.
+
+The variables are shared as in the parameter-server trainer (on the CPU for 4
+towers or more, else spread over the towers' devices by load, as tensorpack
+did). Every step, each tower computes its gradients from its own batch and
+the optimizer applies them on its own: ``K`` updates per step, no averaging
+(``optimizer.iterations`` grows by ``K``). With ``scale_gradient`` (default)
+each tower's gradients are scaled by ``1/K`` first, so the effective learning
+rate matches the synchronous trainers'. Gradient processors run on each
+tower's gradients.
+
+Within one step every tower reads the variables before any update is applied
+(the updates run in tower order after all towers computed their gradients),
+so the result does not depend on which device is faster.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import tensorflow as tf
+
+from .legacy_hook import is_legacy_config, legacy_api, reject_legacy_options
+from .multigpu import MultiGPUTrainerBase
+from .placement import shared_variable_scope
+from .trainer import TowerResult
+
+__all__ = ["AsyncMultiGPUTrainer"]
+
+
+class AsyncMultiGPUTrainer(MultiGPUTrainerBase):
+    """Data-parallel training where each tower updates the shared variables itself; see the
+    module docstring.
+
+    ``gpus``: a count, device indices or device names; ``scale_gradient``: scale
+    each tower's gradients by ``1/K``. The older form ``AsyncMultiGPUTrainer(config,
+    scale_gradient=True)`` also works (compat_multigpu.py).
+    """
+
+    def __init__(self, gpus: Any, scale_gradient: bool = True, *, xla_compile: bool | None = None,
+                 steps_per_run: int | None = None,
+                 gradient_accumulation_steps: int | None = None,
+                 **legacy: Any) -> None:
+        if is_legacy_config(gpus):
+            options = legacy_api(type(self).__name__).options(
+                type(self).__name__, "(config, scale_gradient=True)", legacy,
+                {"gpu_prefetch": True})
+            self.gpu_prefetch = bool(options["gpu_prefetch"])
+        else:
+            reject_legacy_options(type(self).__name__, legacy)
+        if not isinstance(scale_gradient, bool):
+            raise TypeError(f"AsyncMultiGPUTrainer(scale_gradient=...) must be a bool, got {scale_gradient!r}")
+        self.scale_gradient = scale_gradient
+        super().__init__(gpus, xla_compile=xla_compile, steps_per_run=steps_per_run,
+                         gradient_accumulation_steps=gradient_accumulation_steps)
+        #: where the shared variables live (tensorpack's choice: the CPU from 4 towers on)
+        self.ps_device = "cpu" if len(self.devices) >= 4 else "gpu"
+
+    def _variable_scope(self) -> Any:
+        return shared_variable_scope(self.ps_device, self.devices)
+
+    def _apply_towers(self, results: list[TowerResult]) -> Any:
+        if not self._trains:
+            return results[0].cost
+        scale = 1.0 / len(results) if self.scale_gradient and len(results) > 1 else None
+        for k, result in enumerate(results):
+            grads_and_vars = result.grads_and_vars
+            if scale is not None:
+                grads_and_vars = [(None if g is None else _scale(g, scale), v) for g, v in grads_and_vars]
+            with tf.name_scope(f"apply_tower{k}"):
+                self._apply_gradients(grads_and_vars)
+        return results[0].cost
+
+
+def _scale(grad: Any, scale: float) -> Any:
+    if isinstance(grad, tf.IndexedSlices):
+        return tf.IndexedSlices(grad.values * tf.cast(scale, grad.values.dtype), grad.indices,
+                                grad.dense_shape)
+    return grad * tf.cast(scale, grad.dtype)

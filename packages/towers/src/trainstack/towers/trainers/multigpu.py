@@ -1,0 +1,159 @@
+"""MultiGPUTrainerBase: the data-parallel trainers' common part.
+
+Switching from SimpleTrainer to data-parallel training is one line::
+
+    launch_train_with_config(config, SimpleTrainer())
+    launch_train_with_config(config, SyncMultiGPUTrainerReplicated(4))   # 4 GPUs
+
+Each of the ``len(trainer.devices)`` training towers ``tower0 ..`` is built on
+its device and takes its own batch from the InputSource (set up with
+``num_towers=K``), so one step trains on ``K`` batches: the total batch is
+``batch x K``, and no batch reaches two towers. Only ``tower0`` is the main
+training tower (its summaries are recorded, callbacks fetch its tensors).
+The trainers differ in where the variables live and how the towers'
+gradients reach them:
+
+- :class:`~trainstack.towers.SyncMultiGPUTrainerReplicated`: a replica of
+  every variable on each device (``tf.distribute.MirroredStrategy``),
+  gradients all-reduced (NCCL on GPUs), every replica updated alike.
+- :class:`~trainstack.towers.SyncMultiGPUTrainerParameterServer`: one copy of
+  the variables, on the CPU or spread over the devices; gradients averaged
+  where each variable lives and applied once.
+- :class:`~trainstack.towers.AsyncMultiGPUTrainer`: one copy of the variables;
+  each tower applies its own gradients, without averaging.
+
+``gpus`` is a count, a list of device indices or a list of device names (see
+:mod:`trainstack.towers.session.devices`): the same code trains on GPUs and on logical
+CPU devices, e.g. to try it on a machine without GPUs::
+
+    devices = logical_cpu_devices(2)    # first thing in the program: before TensorFlow starts
+    launch_train_with_config(config, SyncMultiGPUTrainerReplicated(devices))
+
+With several towers, ``launch_train_with_config`` wraps a dataflow in
+``QueueInput`` and ``StagingInput`` (prefetch onto each device; set
+``trainer.gpu_prefetch = False`` to keep the batches on the host).
+Checkpoints hold one value per variable whatever the trainer: they restore
+into SimpleTrainer, the predictors and any of these trainers.
+"""
+from __future__ import annotations
+
+import contextlib
+import logging
+from typing import Any, Callable, Sequence
+
+import tensorflow as tf
+
+from ..session.devices import check_devices, resolve_devices
+from .legacy_hook import is_legacy_config, legacy_api
+from .trainer import SingleCostTrainer
+
+__all__ = ["MultiGPUTrainerBase"]
+
+logger = logging.getLogger("trainstack.towers")
+
+
+class MultiGPUTrainerBase(SingleCostTrainer):
+    """A single-cost trainer with one training tower per device of ``gpus``.
+
+    ``trainer.devices``: the device names, one per tower. Subclasses decide
+    where the variables live (:meth:`_variable_scope`) and how the towers'
+    gradients are applied (``_apply_towers``). Passing a TrainConfig instead of
+    ``gpus`` is the older API (see :mod:`trainstack.towers.legacy.compat_multigpu`).
+    """
+
+    #: whether ``launch_train_with_config`` copies each tower's next batch onto its device
+    #: while the step runs (``StagingInput``); the older constructors' ``gpu_prefetch``
+    gpu_prefetch: bool = True
+
+    def __init__(self, gpus: Any, *, xla_compile: bool | None = None,
+                 steps_per_run: int | None = None,
+                 gradient_accumulation_steps: int | None = None) -> None:
+        name = type(self).__name__
+        if type(self) is MultiGPUTrainerBase:
+            raise TypeError("MultiGPUTrainerBase is the base class of the multi-GPU trainers; use "
+                            "SyncMultiGPUTrainerReplicated, SyncMultiGPUTrainerParameterServer or "
+                            "AsyncMultiGPUTrainer")
+        config = None
+        if is_legacy_config(gpus):
+            config, gpus = gpus, legacy_api(f"{name}(config)").devices(gpus)
+        #: the device of each training tower (tower ``k`` on ``devices[k]``)
+        self.devices: list[str] = resolve_devices(gpus, name)
+        super().__init__(config, xla_compile=xla_compile, steps_per_run=steps_per_run,
+                         gradient_accumulation_steps=gradient_accumulation_steps)
+        self._check_xla()
+
+    # -- towers ---------------------------------------------------------------------------------
+    @property
+    def num_towers(self) -> int:
+        return len(self.devices)
+
+    def _tower_device(self, index: int) -> str:
+        return self.devices[index]
+
+    # -- setup ----------------------------------------------------------------------------------
+    def setup_graph(self, input_signature: Sequence[tf.TensorSpec], input: Any,
+                    get_cost_fn: Callable[..., Any], get_opt_fn: Callable[[], Any] | None) -> None:
+        self._check_xla()
+        check_devices(self.devices, type(self).__name__)
+        logger.info("%s: building %d training tower(s) on %s.", type(self).__name__, self.num_towers,
+                    ", ".join(self.devices))
+        self._prepare()
+        super().setup_graph(input_signature, input, get_cost_fn, self._wrap_opt_fn(get_opt_fn))
+
+    def _prepare(self) -> None:
+        """Called at the start of setup_graph, once the devices exist."""
+
+    def _wrap_opt_fn(self, get_opt_fn: Callable[[], Any] | None) -> Callable[[], Any] | None:
+        """``get_opt_fn`` as setup_graph calls it (a strategy creates the optimizer in its scope)."""
+        return get_opt_fn
+
+    def _build_variables(self) -> None:
+        # the input's own state (StagingInput's per-device buffers) is created on its first trace:
+        # make it now, outside the scope that places the model's variables
+        self._trace_inputs()
+        with self._variable_scope():
+            super()._build_variables()
+        self._after_variables()
+        if self._trains and not self._optimizer.built:
+            with self._slot_scope():
+                self._optimizer.build(self._trainable)
+
+    def _trace_inputs(self) -> None:
+        """Trace every tower's input tensors once, alone."""
+
+        def inputs(feeds: Any) -> None:
+            with self.input.tracing(feeds):
+                self._get_tower_inputs()
+
+        tf.function(inputs, input_signature=[self.input.feed_signature()]).get_concrete_function()
+
+    def _after_variables(self) -> None:
+        """Called once the model's variables exist, before the optimizer's slots are made."""
+
+    def _variable_scope(self) -> Any:
+        """The context the model's variables are created in (default: TensorFlow's placement)."""
+        return contextlib.nullcontext()
+
+    def _slot_scope(self) -> Any:
+        """The context the optimizer's variables are created in (Keras puts each slot beside its
+        variable)."""
+        return contextlib.nullcontext()
+
+    def _check_xla(self) -> None:
+        if self.xla_compile and self.num_towers > 1:
+            raise ValueError(
+                f"{type(self).__name__}(xla_compile=True) with {self.num_towers} devices: "
+                "tf.function(jit_compile=True) compiles the whole step for a single device, which "
+                "would put every tower on one device. Use RuntimeConfig(xla=True).apply() "
+                "(XLA auto-clustering inside each device's ops) instead")
+
+    # -- the older API --------------------------------------------------------------------------------
+    @staticmethod
+    def build_on_multi_tower(towers: Sequence[int], func: Callable[[], Any],
+                             devices: Sequence[Any] | None = None, var_strategy: str = "shared",
+                             vs_names: Sequence[str] | None = None) -> list[Any]:
+        """The older helper: call ``func`` once per tower, under its TowerContext and device;
+        see :func:`trainstack.towers.legacy.compat_multigpu.build_on_multi_tower`."""
+        return legacy_api("MultiGPUTrainerBase.build_on_multi_tower(...)").build_on_multi_tower(
+            towers, func, devices, var_strategy, vs_names)
+

@@ -1,0 +1,105 @@
+"""Where the shared-variable trainers put the variables: LeastLoadedDeviceSetter, shared_variable_scope.
+
+The parameter-server and the asynchronous trainers keep one copy of each
+variable: on the CPU, or spread over the towers' devices by load (greedy, as
+tensorpack's ``LeastLoadedDeviceSetter``). The setter places variables for your
+own code too.
+"""
+from __future__ import annotations
+
+import contextlib
+import logging
+import operator
+from typing import Any, Callable, Sequence
+
+import numpy as np
+import tensorflow as tf
+
+from ..session.devices import resolve_devices
+
+__all__ = ["LeastLoadedDeviceSetter", "shared_variable_scope"]
+
+logger = logging.getLogger("trainstack.towers")
+
+
+class LeastLoadedDeviceSetter:
+    """Put each new variable on the least loaded of ``ps_devices``; compute on ``worker_device``.
+
+    The load of a device is the number of elements of the variables placed on
+    it so far. TF2's ``tf.device`` takes no device functions, so use it as a
+    context manager::
+
+        with LeastLoadedDeviceSetter("/gpu:0", ["/gpu:0", "/gpu:1"]):
+            model_fn()      # ops on /gpu:0, variables spread over the two GPUs
+
+    For TF1-style graphs (``tf.compat.v1``), the object is also the device
+    function of ``tf.compat.v1.device(setter)``.
+    """
+
+    _VARIABLE_OPS = ("Variable", "VariableV2", "VarHandleOp")
+
+    def __init__(self, worker_device: Any, ps_devices: Sequence[Any]) -> None:
+        self.worker_device = resolve_devices([worker_device], "LeastLoadedDeviceSetter")[0]
+        self.ps_devices = resolve_devices(ps_devices, "LeastLoadedDeviceSetter")
+        #: elements placed on each ps device so far
+        self.ps_sizes = [0] * len(self.ps_devices)
+        self._scopes: list[contextlib.ExitStack] = []
+
+    def place(self, num_elements: int | None, name: str = "a variable") -> str:
+        """The device for a variable of ``num_elements`` elements; counts it on that device."""
+        index, _ = min(enumerate(self.ps_sizes), key=operator.itemgetter(1))
+        if num_elements is None:
+            logger.warning("LeastLoadedDeviceSetter: the shape of %s is not fully defined; it counts as "
+                           "empty.", name)
+            num_elements = 0
+        self.ps_sizes[index] += int(num_elements)
+        return self.ps_devices[index]
+
+    # -- TF2: a context manager placing variables through a variable creator --------------------
+    def __enter__(self) -> "LeastLoadedDeviceSetter":
+        stack = contextlib.ExitStack()
+        stack.enter_context(tf.device(self.worker_device))
+        stack.enter_context(tf.variable_creator_scope(self._creator))
+        self._scopes.append(stack)
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self._scopes.pop().close()
+
+    def _creator(self, next_creator: Callable[..., Any], **kwargs: Any) -> Any:
+        initial_value = kwargs.get("initial_value")
+        shape = kwargs.get("shape")
+        lift = callable(initial_value) and shape is None
+        if lift:
+            # the size is known once the initializer ran: run it once, outside any function being
+            # traced, and create the variable there too (a function could not lift it)
+            with tf.init_scope():
+                initial_value = kwargs["initial_value"] = initial_value()
+        if shape is None and initial_value is not None:
+            shape = getattr(initial_value, "shape", None)
+            if shape is None:
+                shape = np.shape(initial_value)
+        num = tf.TensorShape(shape).num_elements() if shape is not None else None
+        device = self.place(num, repr(kwargs.get("name")))
+        with tf.init_scope() if lift else contextlib.nullcontext(), tf.device(device):
+            return next_creator(**kwargs)
+
+    # -- TF1 graphs: a device function ---------------------------------------------------------
+    def __call__(self, op: Any) -> str:
+        if op.device:
+            return op.device
+        if op.type not in self._VARIABLE_OPS:
+            return self.worker_device
+        shape = op.get_attr("shape") if op.type == "VarHandleOp" else op.outputs[0].get_shape()
+        return self.place(tf.TensorShape(shape).num_elements(), op.name)
+
+    def __repr__(self) -> str:
+        return f"LeastLoadedDeviceSetter({self.worker_device!r}, {self.ps_devices!r})"
+
+
+def shared_variable_scope(ps_device: str, devices: Sequence[str]) -> Any:
+    """Where a shared-variable trainer creates the model's variables: all on the CPU
+    (``'cpu'``) or spread over ``devices`` by load (``'gpu'``)."""
+    if ps_device == "cpu":
+        return tf.device("/device:CPU:0")
+    return LeastLoadedDeviceSetter(devices[0], devices)

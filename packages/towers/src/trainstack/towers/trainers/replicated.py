@@ -1,0 +1,287 @@
+"""SyncMultiGPUTrainerReplicated: a replica of the model on every device, gradients all-reduced.
+
+The trainer runs the model under a ``tf.distribute.MirroredStrategy`` over its
+devices: every variable (and every optimizer slot) is a ``MirroredVariable``
+with one copy per device, equal at creation and after any restore. One step:
+
+1. tower ``k`` is built on device ``k`` (``strategy.run``: each tower reads
+   its own device's copies) on its own batch, and computes its gradients;
+2. the gradients are all-reduced (mean, or sum with ``average=False``) by the
+   strategy's cross-device ops, chosen by ``mode``;
+3. the optimizer applies the reduced gradients to every copy, each on its
+   own device, so the copies stay identical.
+
+Gradient processors (``apply_grad_processors``) see the reduced gradients, as
+in tensorpack; they run once, on the first device, and their result is
+copied to the others.
+
+Variables the towers update themselves (Keras BatchNormalization's moving
+statistics) get each device's own batch statistics, so their copies drift
+apart; checkpoints and predictors use the first device's. With
+``BROADCAST_EVERY_EPOCH`` (default True, as in tensorpack) a callback copies the
+first device's copy of every non-trainable model variable to the others before
+training and after each epoch.
+
+``mode`` (tensorpack's names) picks the all-reduce:
+
+- ``'nccl'``: ``tf.distribute.NcclAllReduce`` (GPUs only);
+- ``'hierarchical'``: ``tf.distribute.HierarchicalCopyAllReduce`` (made for 8-GPU machines);
+- ``'cpu'``: ``tf.distribute.ReductionToOneDevice`` on the CPU;
+- ``'gpu'``: ``tf.distribute.ReductionToOneDevice`` on the first device;
+- ``'collective'``: TensorFlow's collective ops (the cross-device ops of
+  ``MultiWorkerMirroredStrategy``, here within one process);
+- None (default): ``'nccl'`` when every device is a GPU, else ``'cpu'``.
+
+The strategy is ``trainer.strategy`` (made by ``setup_graph``). The model's
+variables must be created by the tower function (Keras layers built on their
+first call) or before, with an initializer (not from a tensor computed in
+the tower), and the optimizer by ``get_opt_fn`` (``ModelDesc.optimizer()``),
+which the trainer calls in the strategy's scope.
+"""
+from __future__ import annotations
+
+import contextlib
+import functools
+import logging
+from typing import Any, Callable, Sequence
+
+import tensorflow as tf
+
+from trainstack.loop import Callback
+
+from ..session.devices import all_gpus
+from .multigpu import MultiGPUTrainerBase
+from ..tower.tower import _frozen_ids
+from .legacy_hook import is_legacy_config, legacy_api, reject_legacy_options
+from .trainer import TowerResult
+
+__all__ = ["SyncMultiGPUTrainerReplicated", "SyncReplicas"]
+
+logger = logging.getLogger("trainstack.towers")
+
+MODES = ("nccl", "hierarchical", "cpu", "gpu", "collective")
+
+
+class SyncMultiGPUTrainerReplicated(MultiGPUTrainerBase):
+    """Data-parallel training with a replica of the variables on each device; see the module
+    docstring.
+
+    ``gpus``: a count, device indices or device names; ``average``: average the
+    towers' gradients (True) or sum them; ``mode``: the all-reduce (above).
+    The older form ``SyncMultiGPUTrainerReplicated(config, gpu_prefetch=True)``
+    also works (compat_multigpu.py).
+    """
+
+    #: copy the first device's non-trainable variables to the other devices before training
+    #: and after each epoch (they drift apart when each tower updates them, e.g. BatchNorm's)
+    BROADCAST_EVERY_EPOCH: bool = True
+
+    def __init__(self, gpus: Any, average: bool = True, mode: str | None = None, *,
+                 xla_compile: bool | None = None, steps_per_run: int | None = None,
+                 gradient_accumulation_steps: int | None = None,
+                 **legacy: Any) -> None:
+        if is_legacy_config(gpus):
+            # the older form (config, gpu_prefetch=True): its second argument is gpu_prefetch
+            options = legacy_api(type(self).__name__).options(
+                type(self).__name__, "(config, gpu_prefetch=True)", legacy,
+                {"gpu_prefetch": average}, mode=mode)
+            self.gpu_prefetch, average = bool(options["gpu_prefetch"]), True
+        else:
+            reject_legacy_options(type(self).__name__, legacy)
+        if not isinstance(average, bool):
+            raise TypeError(f"SyncMultiGPUTrainerReplicated(average=...) must be a bool, got {average!r}")
+        if mode is not None and (not isinstance(mode, str) or mode.lower() not in MODES):
+            raise ValueError(f"SyncMultiGPUTrainerReplicated(mode=...) must be one of {list(MODES)} or "
+                             f"None, got {mode!r}")
+        self.average = average
+        self.mode = None if mode is None else mode.lower()
+        self._strategy: tf.distribute.MirroredStrategy | None = None
+        super().__init__(gpus, xla_compile=xla_compile, steps_per_run=steps_per_run,
+                         gradient_accumulation_steps=gradient_accumulation_steps)
+        if self.mode == "nccl" and not all_gpus(self.devices):
+            raise ValueError(f"SyncMultiGPUTrainerReplicated(mode='nccl') needs GPUs, got devices "
+                             f"{self.devices}; use mode='cpu' (or None) on CPU devices")
+
+    @property
+    def strategy(self) -> tf.distribute.MirroredStrategy:
+        """The MirroredStrategy holding the model's variables (after setup_graph)."""
+        if self._strategy is None:
+            raise AttributeError("SyncMultiGPUTrainerReplicated.strategy exists after setup_graph()")
+        return self._strategy
+
+    @property
+    def reduce_mode(self) -> str:
+        """The all-reduce in use: ``mode``, or the default for the devices."""
+        if self.mode is not None:
+            return self.mode
+        return "nccl" if all_gpus(self.devices) and len(self.devices) > 1 else "cpu"
+
+    # -- setup ----------------------------------------------------------------------------------
+    def _prepare(self) -> None:
+        self._strategy = tf.distribute.MirroredStrategy(self.devices,
+                                                        cross_device_ops=self._cross_device_ops())
+        logger.info("SyncMultiGPUTrainerReplicated: all-reduce mode %r (%s).", self.reduce_mode,
+                    type(self._strategy.extended._cross_device_ops).__name__)  # noqa: SLF001
+
+    def _cross_device_ops(self) -> tf.distribute.CrossDeviceOps:
+        mode = self.reduce_mode
+        if mode == "nccl":
+            return tf.distribute.NcclAllReduce()
+        if mode == "hierarchical":
+            return tf.distribute.HierarchicalCopyAllReduce()
+        if mode == "cpu":
+            return tf.distribute.ReductionToOneDevice(reduce_to_device="/device:CPU:0")
+        if mode == "gpu":
+            return tf.distribute.ReductionToOneDevice(reduce_to_device=self.devices[0])
+        # 'collective': the cross-device ops MultiWorkerMirroredStrategy uses, on our devices; TF
+        # exports no public constructor for them
+        from tensorflow.python.distribute import cross_device_ops  # noqa: PLC0415
+
+        return cross_device_ops.CollectiveAllReduce(
+            devices=self.devices, group_size=len(self.devices),
+            options=tf.distribute.experimental.CommunicationOptions(),
+            collective_keys=_collective_keys())
+
+    def _wrap_opt_fn(self, get_opt_fn: Callable[[], Any] | None) -> Callable[[], Any] | None:
+        if get_opt_fn is None:
+            return None
+
+        def get_opt_in_scope() -> Any:
+            with self.strategy.scope():
+                return get_opt_fn()
+
+        return get_opt_in_scope
+
+    def _variable_scope(self) -> Any:
+        stack = contextlib.ExitStack()
+        stack.enter_context(self.strategy.scope())
+        stack.enter_context(tf.variable_creator_scope(
+            create_variables_outside_function(type(self).__name__)))
+        return stack
+
+    def _slot_scope(self) -> Any:
+        return self.strategy.scope()
+
+    def _after_variables(self) -> None:
+        optimizer_strategy = getattr(self._optimizer, "_distribution_strategy", self.strategy)
+        if self._optimizer is not None and optimizer_strategy is not self.strategy:
+            raise ValueError(
+                "SyncMultiGPUTrainerReplicated: the optimizer was created outside the trainer's "
+                "MirroredStrategy (e.g. a cached ModelDesc.get_optimizer() called before "
+                "setup_graph). Create it in get_opt_fn / ModelDesc.optimizer(): the trainer calls "
+                "that in the strategy's scope")
+        # the first tower was built in cross-replica context, where the model read the first
+        # copy of each variable: train the mirrored variables themselves
+        frozen = _frozen_ids(self.tower_func.model_owner)
+        mirrored = [_container(v) for v in self._trainable]
+        self._trainable = [v for v in mirrored if id(v) not in frozen]
+        if self._trains and not self._trainable:
+            raise ValueError(f"the cost of tower function {self.tower_func!r} depends on no trainable "
+                             "variable: there is nothing to train")
+        if self.BROADCAST_EVERY_EPOCH and self.num_towers > 1:
+            trained = {id(v) for v in self._trainable}
+            others = [v for v in self.tower_func.variables
+                      if id(_container(v)) not in trained and len(getattr(_container(v), "values", ())) > 1]
+            if others:
+                self.register_callback(SyncReplicas([_container(v) for v in others]))
+
+    # -- one step --------------------------------------------------------------------------------
+    def _build_towers(self, tower_inputs: list[list[tf.Tensor]]) -> list[TowerResult]:
+        results: list[Any] = [None] * len(tower_inputs)
+
+        def build_replica() -> None:
+            ctx = tf.distribute.get_replica_context()
+            k = int(tf.get_static_value(ctx.replica_id_in_sync_group))
+            results[k] = self._build_tower(k, tower_inputs[k])
+
+        self.strategy.run(build_replica)
+        return results
+
+    def _apply_towers(self, results: list[TowerResult]) -> Any:
+        if not self._trains:
+            return results[0].cost
+        strategy = self.strategy
+        with strategy.scope():
+            indices = [i for i, (g, _) in enumerate(results[0].grads_and_vars) if g is not None]
+            variables = [results[0].grads_and_vars[i][1] for i in indices]
+            per_replica = [strategy.experimental_distribute_values_from_function(
+                lambda ctx, i=i: results[ctx.replica_id_in_sync_group].grads_and_vars[i][0])
+                for i in indices]
+            op = tf.distribute.ReduceOp.MEAN if self.average else tf.distribute.ReduceOp.SUM
+            reduced = strategy.extended.batch_reduce_to(op, list(zip(per_replica, variables)))
+        if self._grad_processors:
+            # processors compute on plain tensors: the first device's copy of the reduced gradients
+            reduced = [strategy.experimental_local_results(g)[0] for g in reduced]
+        # outside the strategy's scope: the Keras optimizer then updates each copy of a variable
+        # with its device's reduced gradient (through the strategy it was created under) instead
+        # of all-reducing the gradients again as it does in a replica context
+        self._apply_gradients(list(zip(reduced, variables)))
+        return results[0].cost
+
+
+@functools.cache
+def _collective_keys() -> Any:
+    """The process's one key allocator for collective all-reduces. Each CollectiveAllReduce
+    would otherwise number its device group 1, and a second trainer on another set of devices
+    would join the first one's group (TensorFlow: "joining a group with size 4, but that group
+    has size 2"); one allocator gives each set of devices its own group key."""
+    from tensorflow.python.distribute import cross_device_utils  # noqa: PLC0415
+
+    return cross_device_utils.CollectiveKeys()
+
+
+def _container(variable: tf.Variable) -> tf.Variable:
+    """The MirroredVariable a per-device copy belongs to (the variable itself otherwise)."""
+    container = getattr(variable, "_distributed_container", None)
+    return container() if callable(container) else variable
+
+
+def create_variables_outside_function(owner: str) -> Callable[..., Any]:
+    """A variable creator (for ``tf.variable_creator_scope``) that creates variables with an
+    initializer eagerly even while a function is traced.
+
+    A ``tf.distribute`` strategy initializes each copy from the first one (or from
+    worker 0), which it cannot do for a variable created inside a ``tf.function``
+    (TensorFlow cannot lift such an initializer out of the function); Keras layers
+    create their variables from initializer functions, which run as well outside.
+    ``owner`` (the trainer's name) goes into the error for a variable made from a
+    tensor computed in the tower function.
+    """
+    def create(next_creator: Callable[..., Any], **kwargs: Any) -> Any:
+        initial_value = kwargs.get("initial_value")
+        if callable(initial_value) or not tf.is_symbolic_tensor(initial_value):
+            with tf.init_scope():
+                return next_creator(**kwargs)
+        static = tf.get_static_value(initial_value)
+        if static is not None:
+            with tf.init_scope():
+                return next_creator(**{**kwargs, "initial_value": static})
+        raise ValueError(
+            f"{owner}: variable {kwargs.get('name')!r} is created from a tensor computed inside the "
+            "tower function, which a tf.distribute strategy cannot copy to every replica. Create it "
+            "with an initializer (a Keras layer's add_weight, or tf.Variable(lambda: ...)) or before "
+            "setup_graph")
+
+    return create
+
+
+class SyncReplicas(Callback):
+    """Copy the first device's copy of each of ``variables`` (MirroredVariables) to the other
+    devices, before training and at each trigger (after every epoch by default)."""
+
+    def __init__(self, variables: Sequence[tf.Variable]) -> None:
+        self.variables = list(variables)
+        self.chief_only = False  # every process keeps its own replicas in sync
+        self._sync = tf.function(self._copy_first)
+
+    def _copy_first(self) -> None:
+        for v in self.variables:
+            copies = v.values
+            for copy in copies[1:]:
+                copy.assign(copies[0].read_value(), read_value=False)
+
+    def _before_train(self) -> None:
+        self._sync()
+
+    def _trigger(self) -> None:
+        self._sync()

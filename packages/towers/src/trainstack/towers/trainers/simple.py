@@ -1,0 +1,59 @@
+"""The single-tower trainers: SimpleTrainer, QueueInputTrainer, NoOpTrainer."""
+from __future__ import annotations
+
+from typing import Any
+
+from trainstack.inputs import FeedInput, InputSource, QueueInput
+
+from .trainer import SingleCostTrainer
+
+__all__ = ["SimpleTrainer", "QueueInputTrainer", "NoOpTrainer"]
+
+
+class SimpleTrainer(SingleCostTrainer):
+    """One training tower, one cost: builds the model once and minimizes its cost.
+
+    Takes an InputSource, or a dataflow, which it feeds with ``FeedInput(dataflow)``
+    (``QueueInput(dataflow)`` with ``steps_per_run`` above 1: a feed is one batch per call).
+    """
+
+    def _as_input_source(self, input: Any) -> InputSource:
+        if isinstance(input, InputSource):
+            return input
+        return FeedInput(input) if self.steps_per_run == 1 else QueueInput(input)
+
+
+class QueueInputTrainer(SimpleTrainer):
+    """A SimpleTrainer whose dataflow goes through a :class:`QueueInput` (a FeedInput's too).
+
+    ``input_queue``: tensorpack took a ``tf.QueueBase``; QueueInput makes its
+    own ``tf.queue.FIFOQueue``, so give its capacity (an int, default 50).
+    """
+
+    def __init__(self, config: Any = None, input_queue: int | None = None, *,
+                 xla_compile: bool | None = None, steps_per_run: int | None = None,
+                 gradient_accumulation_steps: int | None = None) -> None:
+        if input_queue is not None and (isinstance(input_queue, bool) or not isinstance(input_queue, int)):
+            raise TypeError(f"QueueInputTrainer(input_queue=...) takes the queue's capacity (an int); "
+                            f"QueueInput makes its own tf.queue.FIFOQueue, got {input_queue!r}")
+        self.input_queue = input_queue
+        super().__init__(config, xla_compile=xla_compile, steps_per_run=steps_per_run,
+                         gradient_accumulation_steps=gradient_accumulation_steps)
+
+    def _as_input_source(self, input: Any) -> InputSource:
+        if isinstance(input, FeedInput):
+            input = input.dataflow
+        elif isinstance(input, InputSource):
+            return input
+        return QueueInput(input) if self.input_queue is None else QueueInput(input, self.input_queue)
+
+
+class NoOpTrainer(SimpleTrainer):
+    """Builds the model and runs a step that computes the cost but updates nothing.
+
+    For running callbacks (evaluation, summaries) over a model without
+    training it. ``get_opt_fn`` may be None; when given, the optimizer is
+    created (``trainer.optimizer``, checkpointed) but never applied.
+    """
+
+    _trains = False

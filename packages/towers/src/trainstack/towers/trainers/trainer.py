@@ -1,0 +1,590 @@
+# Over 400 lines on purpose: one build sequence (setup_input .. _apply_towers) that subclasses override.
+"""TowerTrainer and SingleCostTrainer: trainers that build their step from a tower function.
+
+:class:`TowerTrainer` knows the model's tower function: it builds
+predictors (inference towers) from it and names what a checkpoint holds.
+:class:`SingleCostTrainer` builds the training step for a single-cost model::
+
+    trainer.setup_graph(model.get_input_signature(), QueueInput(df),
+                        model.build_graph, model.get_optimizer)
+    trainer.train_with_defaults(callbacks=[ModelSaver()], max_epoch=10)
+
+``setup_graph`` sets up the InputSource, registers its callbacks, creates
+the model's variables (the first build of tower ``tower0``), builds the
+optimizer's slots, and traces the step: after it every variable exists and
+the graph is frozen (see :mod:`trainstack.towers.tower.step`). The step is a
+:class:`~trainstack.towers.tower.step.TracedStep`: callbacks fetch tensors by their
+names inside the main training tower in the same call as the training step.
+
+How one step is built (the hooks subclasses override, e.g. multi-device
+trainers that build ``num_towers`` towers on several devices)::
+
+    _get_tower_inputs()        one list of input tensors per tower (under each tower's device)
+    _build_towers(inputs)      -> [TowerResult(cost, grads_and_vars, handle)] via _build_tower(k, ...)
+    _apply_towers(results)     process the gradients and apply them; returns the step's output
+
+With ``xla_compile`` (class attribute or constructor argument) the towers and
+the update are compiled with XLA (``tf.function(jit_compile=True)``); the
+input stays outside the compiled part, so queue-fed inputs still work.
+"""
+from __future__ import annotations
+
+import contextlib
+import functools
+import logging
+from typing import Any, Callable, NamedTuple, Sequence
+
+import keras
+import tensorflow as tf
+
+from trainstack.callbacks import (DEFAULT_CALLBACKS, DEFAULT_MONITORS, SummaryCollection,
+                                  summary_collection_scope)
+from trainstack.inputs import InputSource, normalize_signature
+from trainstack.loop import Callback, MonitorBase, Trainer
+
+from ..tower.gradproc import (FilterNoneGrad, GradientProcessor, ProcessedOptimizer, check_optimizer,
+                       unwrap_optimizer)
+from ..tower.graph_build import constructing
+from ..predict.predictor import OnlinePredictor, predict_device
+from ..tower.rng import rng_checkpoint
+from ..tower.step import TracedStep
+from ..tower.tf1_guard import check_eager_execution
+from ..tower.tower import TowerContext, TowerFunc, TowerHandle, _frozen_ids
+from .legacy_hook import legacy_api
+from .nonfinite import SkippedStepsReport, apply_if_finite
+
+__all__ = ["TowerTrainer", "SingleCostTrainer", "TowerResult"]
+
+logger = logging.getLogger("trainstack.towers")
+
+
+class TowerTrainer(Trainer):
+    """A trainer whose model is a :class:`TowerFunc` (``trainer.tower_func``).
+
+    ``TowerTrainer(config)`` is the older API (a TrainConfig given to the
+    trainer, then ``trainer.train()``); see :mod:`trainstack.towers.legacy.compat`, which
+    :mod:`~trainstack.towers.trainers.legacy_hook` hands it to.
+    """
+
+    stop_exceptions = (tf.errors.OutOfRangeError,)
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        # A subclass's __init__ may build its graph as tensorpack's custom trainers do (a
+        # TowerContext entered outside a traced function, minimize(...)): it is recorded
+        # while __init__ runs and traced when it returns (see trainstack.towers.tower.graph_build).
+        super().__init_subclass__(**kwargs)
+        init = cls.__dict__.get("__init__")
+        if init is None or getattr(init, "_records_graph_build", False):
+            return
+
+        @functools.wraps(init)
+        def __init__(self: Any, *args: Any, **kw: Any) -> None:
+            with constructing(self):
+                init(self, *args, **kw)
+
+        __init__._records_graph_build = True  # type: ignore[attr-defined]
+        cls.__init__ = __init__  # type: ignore[method-assign]
+
+    def __init__(self, config: Any = None) -> None:
+        super().__init__()
+        self._tower_func: TowerFunc | None = None
+        self._input: InputSource | None = None
+        self._optimizer: Any = None
+        #: Keras optimizers the trainer uses besides ``_optimizer`` (see ``checkpoint_objects``)
+        self._optimizers: list[Any] = []
+        self._rng: Any = None  # see checkpoint_objects: the model's SeedGenerator states, or False
+        #: where the main training tower records its summaries (MovingAverageSummary reads it)
+        self.summary_collection = SummaryCollection(type(self).__name__)
+        self._predictors: dict[tuple, OnlinePredictor] = {}
+        self._legacy_config_bound = False
+        if config is not None:
+            legacy_api(f"{type(self).__name__}(config)").bind(self, config)
+            self._legacy_config_bound = True
+
+    # -- the model -------------------------------------------------------------------------------
+    @property
+    def tower_func(self) -> TowerFunc:
+        if self._tower_func is None:
+            raise AttributeError(f"{type(self).__name__} has no tower function yet: call setup_graph() "
+                                 "or set trainer.tower_func")
+        return self._tower_func
+
+    @tower_func.setter
+    def tower_func(self, func: TowerFunc) -> None:
+        if not isinstance(func, TowerFunc):
+            raise TypeError(f"trainer.tower_func must be a TowerFunc (TowerFunc(fn, input_signature)), "
+                            f"got {func!r}")
+        self._tower_func = func
+
+    @property
+    def input_signature(self) -> tuple[tf.TensorSpec, ...]:
+        """The input signature of the tower function."""
+        return self.tower_func.input_signature
+
+    @property
+    def input(self) -> InputSource:
+        """The InputSource the trainer takes its inputs from (after setup_graph or setup_input)."""
+        if self._input is None:
+            raise AttributeError(f"{type(self).__name__} has no InputSource yet: call setup_graph() (or, "
+                                 "in a trainer that builds its own graph, setup_input()) first")
+        return self._input
+
+    def setup_input(self, input_signature: Sequence[tf.TensorSpec], source: InputSource,
+                    num_towers: int = 1) -> tuple[tf.TensorSpec, ...]:
+        """Set ``source`` up to feed ``num_towers`` towers and register its callbacks; return
+        the normalized signature. The first step of building a graph: ``setup_graph`` does it,
+        a trainer that builds its own (several steps, as a GAN's) calls it itself."""
+        check_eager_execution(f"{type(self).__name__}.setup_input()")
+        if self._input is not None:
+            raise RuntimeError(f"{type(self).__name__} already has an InputSource ({self._input!r})")
+        signature = normalize_signature(input_signature)
+        source.setup(signature, num_towers=num_towers)
+        for cb in source.get_callbacks():
+            Trainer.register_callback(self, cb)
+        self._input = source
+        return signature
+
+    def register_callback(self, cb: Callback | Sequence[Callback]) -> Any:
+        """Add a callback, or a list of them (tensorpack's ``self.register_callback(
+        input.setup(signature))``). The callbacks of an InputSource also tell the trainer its
+        input (``trainer.input``), when it has none yet."""
+        if isinstance(cb, (list, tuple)):
+            return [self.register_callback(c) for c in cb]
+        source = getattr(cb, "source", None)
+        if isinstance(source, InputSource) and self._input is None:
+            self._input = source
+        return super().register_callback(cb)
+
+    @property
+    def optimizer(self) -> Any:
+        """The Keras optimizer (unwrapped from apply_grad_processors); None before setup."""
+        return self._optimizer
+
+    def _register_optimizer(self, optimizer: Any) -> None:
+        """Have ``checkpoint_objects`` hold ``optimizer`` (a Keras optimizer the trainer uses)."""
+        optimizer = unwrap_optimizer(optimizer)[0]
+        if optimizer is not self._optimizer and all(o is not optimizer for o in self._optimizers):
+            self._optimizers.append(optimizer)
+
+    @property
+    def optimizers(self) -> dict[str, Any]:
+        """Every Keras optimizer the trainer holds, by checkpoint key: ``optimizer`` (the one
+        ``setup_graph`` made), then the trainer's attributes holding optimizers (also wrapped
+        by ``apply_grad_processors``, or in lists and dicts), by attribute name without leading
+        underscores (``d_opt``, ``opts_0``), then those :func:`minimize` used, as
+        ``optimizer``, ``optimizer_1``, ... ."""
+        found: dict[str, Any] = {}
+        seen: set[int] = set()
+
+        def add(key: str, opt: Any) -> None:
+            if id(opt) in seen:
+                return
+            seen.add(id(opt))
+            base, n = key, 1
+            while key in found or key == "model":
+                key, n = f"{base}_{n}", n + 1
+            found[key] = opt
+
+        if self._optimizer is not None:
+            add("optimizer", self._optimizer)
+        for name, value in vars(self).items():
+            if name in ("_optimizer", "_optimizers"):
+                continue
+            for key, opt in _optimizers_in(name.lstrip("_") or name, value):
+                add(key, opt)
+        for opt in self._optimizers:
+            add("optimizer", opt)
+        return found
+
+    @property
+    def checkpoint_objects(self) -> dict[str, Any]:
+        """What a checkpoint holds: ``model`` (the tower function's
+        :attr:`~TowerFunc.checkpoint_module`), every optimizer of :attr:`optimizers`
+        (``optimizer`` for the one ``setup_graph`` made), so that ``ModelSaver`` saves the
+        optimizers' state of a custom trainer (a GAN's two) without it listing them, and
+        ``rng``, the state of the model's random generators (dropout masks; see rng.py), when
+        it has any, so that a resumed run draws what an uninterrupted one would."""
+        if self._tower_func is None:
+            raise RuntimeError(f"{type(self).__name__}.checkpoint_objects exists after setup_graph(): "
+                               "the model's variables are created there")
+        objects: dict[str, Any] = {"model": self._tower_func.checkpoint_module}
+        objects.update(self.optimizers)
+        if self._rng is None:
+            self._rng = rng_checkpoint(self._tower_func.model_owner) or False
+        if self._rng:
+            objects["rng"] = self._rng
+        return objects
+
+    # -- predictors ---------------------------------------------------------------------------------
+    def get_predictor(self, input_names: Sequence[str], output_names: Sequence[str],
+                      device: int = 0) -> OnlinePredictor:
+        """An :class:`OnlinePredictor` of an inference tower ``predict_tower<device>`` on GPU
+        ``device`` (the CPU when there is no GPU). Built once per device and names."""
+        key = (device, tuple([input_names] if isinstance(input_names, str) else input_names),
+               tuple([output_names] if isinstance(output_names, str) else output_names))
+        predictor = self._predictors.get(key)
+        if predictor is None:
+            predictor = OnlinePredictor(self.tower_func, input_names, output_names,
+                                        tower_name=f"predict_tower{device}", device=predict_device(device),
+                                        index=device)
+            self._predictors[key] = predictor
+        return predictor
+
+    def get_predictors(self, input_names: Sequence[str], output_names: Sequence[str],
+                       n: int) -> list[OnlinePredictor]:
+        """``n`` predictors, on devices ``0 .. n-1``."""
+        if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+            raise ValueError(f"get_predictors(n=...) must be a positive int, got {n!r}")
+        return [self.get_predictor(input_names, output_names, device=k) for k in range(n)]
+
+    # -- running ---------------------------------------------------------------------------------------
+    def _initialize(self, session_init: Any = None, **kwargs: Any) -> None:
+        """Initialize the model's variables from ``session_init`` (see ``sessinit.SmartInit``:
+        a checkpoint path, a dict of arrays, a SessionInit, ...); None keeps them as they are."""
+        if kwargs:
+            raise TypeError(f"{type(self).__name__}.initialize() got unexpected arguments {sorted(kwargs)}; "
+                            "it takes session_init")
+        if session_init is not None:
+            from ..session.sessinit import SmartInit
+            SmartInit(session_init).init(self)
+
+    def train(self, *args: Any, **kwargs: Any) -> None:
+        """The loop's ``train(callbacks, monitors, steps_per_epoch, ...)``; with no arguments,
+        trains with the TrainConfig given to the constructor (the older API)."""
+        if not args and not kwargs:
+            if self._legacy_config_bound:
+                return legacy_api(f"{type(self).__name__}.train()").train(self)
+            raise TypeError(f"{type(self).__name__}.train() needs callbacks, monitors and steps_per_epoch; "
+                            "or use train_with_defaults(...) or launch_train_with_config(config, trainer)")
+        return super().train(*args, **kwargs)
+
+    def default_extra_callbacks(self) -> list[Callback]:
+        return DEFAULT_CALLBACKS()
+
+    def default_monitors(self) -> list[MonitorBase]:
+        return DEFAULT_MONITORS()
+
+    def _default_steps_per_epoch(self) -> int:
+        return self.input.size()
+
+
+class TowerResult(NamedTuple):
+    """What building one training tower gives: its cost, its gradients and its handle."""
+
+    cost: tf.Tensor
+    grads_and_vars: list
+    handle: TowerHandle
+
+
+class SingleCostTrainer(TowerTrainer):
+    """Minimizes the cost a tower function returns; see the module docstring.
+
+    ``xla_compile``: compile the towers and the update with XLA.
+    ``steps_per_run``: steps made by one call of the traced step (a loop in the
+    graph over the input; feedfree inputs only, FeedInput brings it back to
+    1): ``global_step`` and the progress bar advance by that many per call,
+    epochs stay exact (the last call of an epoch is shorter), and callbacks'
+    per-step hooks run once per call, their fetches taken from its last step.
+    ``mixed_precision``: loss scaling for a model that computes in float16 (set
+    ``keras.config.set_dtype_policy("mixed_float16")`` before creating its
+    layers: their variables stay float32): the optimizer is wrapped in a
+    ``keras.optimizers.LossScaleOptimizer``, the gradients are those of the
+    scaled cost, and a step whose gradients overflow is skipped while the scale
+    shrinks (Keras' dynamic loss scaling).
+    ``gradient_accumulation_steps``: each step takes that many micro-batches per
+    tower from the input (in its order: micro-batch ``m`` of tower ``k`` is
+    ``m * num_towers + k``), averages their gradients and applies them once, as
+    one step on the micro-batches concatenated would (mean losses, equal sizes).
+    ``skip_nonfinite_steps``: a step whose gradients hold a NaN or an Inf changes
+    nothing (weights, optimizer state) and is logged with its global step (see
+    nonfinite.py), instead of writing the NaN into the weights.
+    """
+
+    #: compile the towers and the update with XLA (``tf.function(jit_compile=True)``)
+    xla_compile: bool = False
+    #: whether the step computes and applies gradients (NoOpTrainer: no)
+    _trains = True
+    #: micro-batches per step and tower: their gradients are averaged and applied once
+    gradient_accumulation_steps: int = 1
+    #: loss scaling for a model computing in float16 under a Keras mixed dtype policy
+    mixed_precision: bool = False
+    #: skip (do not apply) a step whose gradients are not finite; see nonfinite.py
+    skip_nonfinite_steps: bool = False
+
+    def __init__(self, config: Any = None, *, xla_compile: bool | None = None,
+                 steps_per_run: int | None = None, gradient_accumulation_steps: int | None = None,
+                 mixed_precision: bool | None = None, skip_nonfinite_steps: bool | None = None) -> None:
+        if xla_compile is not None:
+            self.xla_compile = bool(xla_compile)
+        if steps_per_run is not None:
+            if isinstance(steps_per_run, bool) or not isinstance(steps_per_run, int) or steps_per_run < 1:
+                raise ValueError(f"{type(self).__name__}(steps_per_run=...) must be a positive int, "
+                                 f"got {steps_per_run!r}")
+            self.steps_per_run = steps_per_run
+        if gradient_accumulation_steps is not None:
+            if (isinstance(gradient_accumulation_steps, bool) or not isinstance(gradient_accumulation_steps, int)
+                    or gradient_accumulation_steps < 1):
+                raise ValueError(f"{type(self).__name__}(gradient_accumulation_steps=...) must be a positive "
+                                 f"int, got {gradient_accumulation_steps!r}")
+            self.gradient_accumulation_steps = gradient_accumulation_steps
+        if mixed_precision is not None:
+            self.mixed_precision = bool(mixed_precision)
+        if skip_nonfinite_steps is not None:
+            self.skip_nonfinite_steps = bool(skip_nonfinite_steps)
+        self._skipped_steps: tf.Variable | None = None
+        self._record_summaries = True
+        self.train_op: TracedStep | None = None
+        self._grad_processors: list[GradientProcessor] = []
+        self._trainable: list[tf.Variable] = []
+        self._filter_none = FilterNoneGrad()
+        super().__init__(config)
+
+    @property
+    def num_towers(self) -> int:
+        """Training towers per step; each takes its own batch from the InputSource."""
+        return 1
+
+    def _tower_device(self, index: int) -> str | None:
+        """The device of training tower ``index`` (None: TensorFlow's placement)."""
+        return None
+
+    @property
+    def trainable_variables(self) -> list[tf.Variable]:
+        """The variables the step trains: the trainable ones the cost reads (found while the
+        first tower was built; Keras layers frozen with ``trainable = False`` excluded)."""
+        return list(self._trainable)
+
+    # -- setup -----------------------------------------------------------------------------------------
+    def setup_graph(self, input_signature: Sequence[tf.TensorSpec], input: Any,
+                    get_cost_fn: Callable[..., Any], get_opt_fn: Callable[[], Any] | None) -> None:
+        """Build the trainer's step.
+
+        ``input_signature``: named ``tf.TensorSpec``s of the tower function's
+        inputs; ``input``: an InputSource (what else a trainer accepts, see
+        :meth:`_as_input_source`); ``get_cost_fn(*inputs) -> cost``: the tower
+        function; ``get_opt_fn() -> optimizer``: a Keras optimizer, possibly
+        wrapped by ``apply_grad_processors``.
+        """
+        check_eager_execution(f"{type(self).__name__}.setup_graph()")
+        if self.train_op is not None:
+            raise RuntimeError(f"{type(self).__name__}.setup_graph() was already called")
+        signature = self.setup_input(input_signature, self._as_input_source(input),
+                                     self.num_towers * self.gradient_accumulation_steps)
+        if isinstance(get_cost_fn, TowerFunc):
+            if tuple(get_cost_fn.input_signature) != signature:
+                raise ValueError(f"the TowerFunc's input signature {list(get_cost_fn.input_signature)} "
+                                 f"differs from input_signature {list(signature)}")
+            self.tower_func = get_cost_fn
+        else:
+            self.tower_func = TowerFunc(get_cost_fn, signature)
+        if get_opt_fn is not None:
+            opt = get_opt_fn()
+            check_optimizer(opt, "get_opt_fn()")
+            self._optimizer, self._grad_processors = unwrap_optimizer(opt)
+            if self.mixed_precision:
+                self._optimizer = self._loss_scale_optimizer(self._optimizer)
+        elif self._trains:
+            raise TypeError(f"{type(self).__name__}.setup_graph() needs get_opt_fn, a function "
+                            "returning the optimizer")
+        self._build_variables()
+        if self._trains and not self._optimizer.built:
+            self._optimizer.build(self._trainable)
+        if self._trains and self.skip_nonfinite_steps:
+            with tf.init_scope(), tf.device("CPU:0"):
+                self._skipped_steps = tf.Variable(0, dtype=tf.int64, trainable=False, name="skipped_steps")
+            self.register_callback(SkippedStepsReport(self._skipped_steps))
+        self.train_op = TracedStep(self._step_body, self.input.feed_signature(), name="train_step",
+                                   multi_step=self.steps_per_run > 1)
+        self.train_op.trace(())
+
+    def _loss_scale_optimizer(self, optimizer: Any) -> Any:
+        """``optimizer`` wrapped for dynamic loss scaling (under the strategy it was made in)."""
+        import keras  # noqa: PLC0415
+
+        name = type(self).__name__
+        if self._grad_processors:
+            raise ValueError(
+                f"{name}(mixed_precision=True) with gradient processors: the processors would see "
+                "scaled gradients (the LossScaleOptimizer unscales them only when it applies them). "
+                "Use the optimizer's own clipnorm/clipvalue, or train without mixed_precision")
+        if keras.config.dtype_policy().compute_dtype != "float16":
+            raise ValueError(
+                f"{name}(mixed_precision=True) scales the loss of a model computing in float16, but the "
+                f"Keras dtype policy is {keras.config.dtype_policy().name!r}. Call "
+                "keras.config.set_dtype_policy('mixed_float16') before creating the model's layers")
+        if isinstance(optimizer, keras.optimizers.LossScaleOptimizer):
+            return optimizer
+        strategy = getattr(optimizer, "_distribution_strategy", None)
+        with strategy.scope() if strategy is not None else contextlib.nullcontext():
+            return keras.optimizers.LossScaleOptimizer(optimizer)
+
+    def _as_input_source(self, input: Any) -> InputSource:
+        """The InputSource to use for ``input``; subclasses wrap dataflows."""
+        if not isinstance(input, InputSource):
+            raise TypeError(f"{type(self).__name__}.setup_graph() takes an InputSource as input, got "
+                            f"{input!r} ({type(input).__name__}); wrap a dataflow in FeedInput or "
+                            "QueueInput, or use SimpleTrainer / QueueInputTrainer")
+        return input
+
+    def _build_variables(self) -> None:
+        """Trace the first training tower once, so that the model's variables exist, and find
+        the trainable variables its cost reads."""
+        found: list[tf.Variable] = []
+
+        def build(feeds: Any) -> tf.Tensor:
+            with self.input.tracing(feeds):
+                inputs = self._get_tower_inputs()[0]
+            with _device(self._tower_device(0)), summary_collection_scope(None):
+                with TowerContext("tower0", is_training=True, index=0):
+                    with tf.GradientTape() as tape:
+                        cost = self.tower_func(*inputs)
+            found[:] = tape.watched_variables()
+            return _check_cost(cost, self.tower_func)
+
+        tf.function(build, input_signature=[self.input.feed_signature()]).get_concrete_function()
+        frozen = _frozen_ids(self.tower_func.model_owner)
+        self._trainable = [v for v in found if v.trainable and id(v) not in frozen]
+        if self._trains and not self._trainable:
+            raise ValueError(f"the cost of tower function {self.tower_func!r} depends on no trainable "
+                             "variable: there is nothing to train")
+
+    # -- one step --------------------------------------------------------------------------------
+    def run_step(self) -> None:
+        if getattr(self.train_op, "multi_step", False):  # a TracedStep making several steps per call
+            self.hooked_run(self.train_op, self.loop.run_size)
+        else:
+            super().run_step()
+
+    def _step_body(self, feeds: Any, fetch_names: tuple[str, ...],
+                   steps: tf.Tensor | None = None) -> tuple[Any, dict[str, Any]]:
+        """One call of the traced step: ``steps - 1`` steps in a graph loop (when ``steps`` is
+        given), then the step whose output and fetches the call returns."""
+        if steps is not None:
+            def body(i: tf.Tensor) -> tf.Tensor:
+                self._one_step(feeds, ())
+                return i + 1
+
+            tf.while_loop(lambda i: i < steps - 1, body, [tf.constant(0)])
+        return self._one_step(feeds, fetch_names)
+
+    def _one_step(self, feeds: Any, fetch_names: tuple[str, ...]) -> tuple[Any, dict[str, Any]]:
+        with self.input.tracing(feeds):
+            tower_inputs = self._get_tower_inputs()
+        compute = functools.partial(self._compute, fetch_names=fetch_names)
+        if self.xla_compile:
+            compute = tf.function(compute, jit_compile=True)
+        return compute(tower_inputs)
+
+    def _get_tower_inputs(self) -> list[list[tf.Tensor]]:
+        """One list of input tensors per tower and micro-batch, micro-batch-major: micro-batch
+        ``m`` of tower ``k`` is item ``m * num_towers + k`` (the input's order)."""
+        inputs = []
+        for _ in range(self.gradient_accumulation_steps):
+            for k in range(self.num_towers):
+                with _device(self._tower_device(k)):
+                    inputs.append(self.input.get_input_tensors())
+        return inputs
+
+    def _compute(self, tower_inputs: list[list[tf.Tensor]],
+                 fetch_names: tuple[str, ...]) -> tuple[Any, dict[str, Any]]:
+        k = self.num_towers
+        micro = [tower_inputs[i:i + k] for i in range(0, len(tower_inputs), k)]
+        results = []
+        for m, inputs in enumerate(micro):
+            # summaries are recorded once per step: by the last micro-batch's main tower
+            self._record_summaries = m == len(micro) - 1
+            results.append(self._build_towers(inputs))
+        self._record_summaries = True
+        results = _average_micro_batches(results) if len(results) > 1 else results[0]
+        with summary_collection_scope(self.summary_collection):
+            output = self._apply_towers(results)
+        main = results[0].handle
+        return output, {name: main.get_tensor(name) for name in fetch_names}
+
+    def _build_towers(self, tower_inputs: list[list[tf.Tensor]]) -> list[TowerResult]:
+        return [self._build_tower(k, inputs) for k, inputs in enumerate(tower_inputs)]
+
+    def _build_tower(self, index: int, inputs: Sequence[tf.Tensor]) -> TowerResult:
+        """Build training tower ``index`` on its device: its cost and its gradients."""
+        collection = self.summary_collection if index == 0 and self._record_summaries else None
+        with _device(self._tower_device(index)), summary_collection_scope(collection):
+            with TowerContext(f"tower{index}", is_training=True, index=index) as ctx:
+                with tf.GradientTape() as tape:
+                    cost = _check_cost(self.tower_func(*inputs), self.tower_func)
+                    # with loss scaling, differentiate the scaled cost (in the tape);
+                    # the LossScaleOptimizer unscales the gradients when it applies them
+                    target = self._optimizer.scale_loss(cost) if self.mixed_precision else cost
+                grads = self._compute_gradients(tape, target)
+        return TowerResult(cost, grads, self.tower_func.towers[ctx.name])
+
+    def _compute_gradients(self, tape: tf.GradientTape, cost: tf.Tensor) -> list:
+        if not self._trains:
+            return []
+        grads = tape.gradient(cost, self._trainable)
+        return list(zip(grads, self._trainable))
+
+    def _apply_towers(self, results: list[TowerResult]) -> Any:
+        """Process and apply the gradients; return the step's output (the main tower's cost)."""
+        if self._trains:
+            self._apply_gradients(results[0].grads_and_vars)
+        return results[0].cost
+
+    def _apply_gradients(self, grads_and_vars: list) -> None:
+        grads_and_vars = self._filter_none.process(grads_and_vars)
+        if not grads_and_vars:
+            raise ValueError("no trainable variable has a gradient: the cost does not depend on any")
+        for proc in self._grad_processors:
+            grads_and_vars = proc.process(grads_and_vars)
+        if self._skipped_steps is not None:
+            apply_if_finite(self._optimizer, grads_and_vars, self._skipped_steps)
+        else:
+            self._optimizer.apply_gradients(grads_and_vars)
+
+
+def _optimizers_in(key: str, value: Any) -> list[tuple[str, Any]]:
+    """(key, Keras optimizer) for the optimizers ``value`` holds (itself, or in a list/dict)."""
+    if isinstance(value, ProcessedOptimizer):
+        value = value.optimizer
+    if isinstance(value, keras.optimizers.Optimizer):
+        return [(key, value)]
+    if isinstance(value, (list, tuple)):
+        return [pair for i, v in enumerate(value) for pair in _optimizers_in(f"{key}_{i}", v)
+                if not isinstance(v, (list, tuple, dict))]
+    if isinstance(value, dict):
+        return [pair for k, v in value.items() if isinstance(k, str) and not isinstance(v, (list, tuple, dict))
+                for pair in _optimizers_in(f"{key}_{k}", v)]
+    return []
+
+
+def _average_micro_batches(micro: list[list[TowerResult]]) -> list[TowerResult]:
+    """Each tower's result over its micro-batches: the mean cost and the mean gradients (the
+    gradient of the mean cost over the micro-batches concatenated, for equal sizes); the last
+    micro-batch's handle (what callbacks fetch from)."""
+    def mean(grads: list[Any]) -> Any:
+        if any(g is None for g in grads):
+            return None
+        return tf.add_n([tf.convert_to_tensor(g) for g in grads]) / len(grads)
+
+    averaged = []
+    for per_micro in zip(*micro):  # one tower, every micro-batch
+        grads_and_vars = [(mean([r.grads_and_vars[i][0] for r in per_micro]), v)
+                          for i, (_, v) in enumerate(per_micro[0].grads_and_vars)]
+        cost = tf.add_n([r.cost for r in per_micro]) / len(per_micro)
+        averaged.append(TowerResult(cost, grads_and_vars, per_micro[-1].handle))
+    return averaged
+
+
+def _check_cost(cost: Any, tower_func: TowerFunc) -> tf.Tensor:
+    try:
+        cost = tf.convert_to_tensor(cost)
+    except (TypeError, ValueError) as e:
+        raise TypeError(f"tower function {tower_func!r} must return the cost (a scalar tensor), got "
+                        f"{cost!r:.80}") from e
+    if cost.shape.rank != 0 or not cost.dtype.is_floating:
+        raise ValueError(f"tower function {tower_func!r} must return the cost as a floating-point scalar, "
+                         f"got dtype {cost.dtype.name} and shape {cost.shape}")
+    return cost
+
+
+def _device(device: str | None) -> Any:
+    return tf.device(device) if device else contextlib.nullcontext()
