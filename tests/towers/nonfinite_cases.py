@@ -43,7 +43,6 @@ def every_tower_skips_together(devices):
     without = train(SyncMultiGPUTrainerReplicated(devices[:2]), model_cls(),
                     QueueInput(batches[:2] + batches[4:]), 2, setup_trainer)
     keras.utils.set_random_seed(0)
-    trainer = SyncMultiGPUTrainerReplicated(devices[:2])
-    trainer.skip_nonfinite_steps = True
+    trainer = SyncMultiGPUTrainerReplicated(devices[:2], skip_nonfinite_steps=True)
     skipped = train(trainer, model_cls(), QueueInput(poisoned(batches, 2)), 3, setup_trainer)
     return max(float(np.abs(a - b).max()) for a, b in zip(skipped, without))

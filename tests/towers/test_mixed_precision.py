@@ -4,8 +4,8 @@ from __future__ import annotations
 import keras
 import numpy as np
 import pytest
-import tensorflow as tf
 
+from mixed_precision_cases import fp32_logits
 from trainstack.inputs import FeedInput
 from trainstack.towers import GlobalNormClip, SimpleTrainer, apply_grad_processors
 
@@ -17,16 +17,6 @@ def mixed_float16():
         yield
     finally:
         keras.config.set_dtype_policy("float32")
-
-
-def fp32_logits(classifier):
-    class Model(classifier):
-        def build_graph(self, x, label):  # the cost in float32, as Keras recommends
-            logits = tf.cast(self.fc(x), tf.float32)
-            tf.identity(self.fc(x), name="fp16_logits")
-            return tf.reduce_mean(tf.nn.sparse_softmax_cross_entropy_with_logits(labels=label, logits=logits),
-                                  name="cost")
-    return Model
 
 
 def test_trains_in_float16_with_float32_variables_like_float32(classifier, make_df, setup, mixed_float16):
@@ -73,3 +63,11 @@ def test_needs_a_float16_policy_and_no_gradient_processors(classifier, make_df, 
     with pytest.raises(ValueError, match="gradient processors"):
         setup(SimpleTrainer(mixed_precision=True), classifier(), FeedInput(make_df(2)),
               lambda: apply_grad_processors(keras.optimizers.SGD(0.1), [GlobalNormClip(1.0)]))
+
+
+def test_multi_tower_trainers_take_it_in_their_constructor(cpus):
+    import mixed_precision_cases  # noqa: PLC0415 - by its plain name: the device pool's worker imports it
+
+    for name, (diff, moved) in cpus.run(mixed_precision_cases.multi_tower_trains_in_float16_like_float32).items():
+        assert moved > 0.05, name  # it trained
+        assert diff < 5e-3, (name, diff)  # float16 rounding

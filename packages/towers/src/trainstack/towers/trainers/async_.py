@@ -39,6 +39,7 @@ class AsyncMultiGPUTrainer(MultiGPUTrainerBase):
     def __init__(self, gpus: Any, scale_gradient: bool = True, *, xla_compile: bool | None = None,
                  steps_per_run: int | None = None,
                  gradient_accumulation_steps: int | None = None,
+                 mixed_precision: bool | None = None, skip_nonfinite_steps: bool | None = None,
                  **legacy: Any) -> None:
         if is_legacy_config(gpus):
             options = legacy_api(type(self).__name__).options(
@@ -51,7 +52,8 @@ class AsyncMultiGPUTrainer(MultiGPUTrainerBase):
             raise TypeError(f"AsyncMultiGPUTrainer(scale_gradient=...) must be a bool, got {scale_gradient!r}")
         self.scale_gradient = scale_gradient
         super().__init__(gpus, xla_compile=xla_compile, steps_per_run=steps_per_run,
-                         gradient_accumulation_steps=gradient_accumulation_steps)
+                         gradient_accumulation_steps=gradient_accumulation_steps,
+                         mixed_precision=mixed_precision, skip_nonfinite_steps=skip_nonfinite_steps)
         #: where the shared variables live (tensorpack's choice: the CPU from 4 towers on)
         self.ps_device = "cpu" if len(self.devices) >= 4 else "gpu"
 

@@ -67,7 +67,8 @@ class MultiGPUTrainerBase(SingleCostTrainer):
 
     def __init__(self, gpus: Any, *, xla_compile: bool | None = None,
                  steps_per_run: int | None = None,
-                 gradient_accumulation_steps: int | None = None) -> None:
+                 gradient_accumulation_steps: int | None = None,
+                 mixed_precision: bool | None = None, skip_nonfinite_steps: bool | None = None) -> None:
         name = type(self).__name__
         if type(self) is MultiGPUTrainerBase:
             raise TypeError("MultiGPUTrainerBase is the base class of the multi-GPU trainers; use "
@@ -79,7 +80,8 @@ class MultiGPUTrainerBase(SingleCostTrainer):
         #: the device of each training tower (tower ``k`` on ``devices[k]``)
         self.devices: list[str] = resolve_devices(gpus, name)
         super().__init__(config, xla_compile=xla_compile, steps_per_run=steps_per_run,
-                         gradient_accumulation_steps=gradient_accumulation_steps)
+                         gradient_accumulation_steps=gradient_accumulation_steps,
+                         mixed_precision=mixed_precision, skip_nonfinite_steps=skip_nonfinite_steps)
         self._check_xla()
 
     # -- towers ---------------------------------------------------------------------------------

@@ -79,6 +79,7 @@ class SyncMultiGPUTrainerParameterServer(MultiGPUTrainerBase):
     def __init__(self, gpus: Any, ps_device: str | None = None, *, xla_compile: bool | None = None,
                  steps_per_run: int | None = None,
                  gradient_accumulation_steps: int | None = None,
+                 mixed_precision: bool | None = None, skip_nonfinite_steps: bool | None = None,
                  **legacy: Any) -> None:
         if is_legacy_config(gpus):
             options = legacy_api(type(self).__name__).options(
@@ -92,7 +93,8 @@ class SyncMultiGPUTrainerParameterServer(MultiGPUTrainerBase):
             raise ValueError(f"{type(self).__name__}(ps_device=...) must be 'cpu', 'gpu' or None, "
                              f"got {ps_device!r}")
         super().__init__(gpus, xla_compile=xla_compile, steps_per_run=steps_per_run,
-                         gradient_accumulation_steps=gradient_accumulation_steps)
+                         gradient_accumulation_steps=gradient_accumulation_steps,
+                         mixed_precision=mixed_precision, skip_nonfinite_steps=skip_nonfinite_steps)
         #: where the variables live: ``'cpu'``, or ``'gpu'`` (spread over the towers' devices)
         self.ps_device: str = ps_device or ("gpu" if len(self.devices) <= 2 else "cpu")
 

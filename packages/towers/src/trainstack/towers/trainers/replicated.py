@@ -79,6 +79,7 @@ class SyncMultiGPUTrainerReplicated(MultiGPUTrainerBase):
     def __init__(self, gpus: Any, average: bool = True, mode: str | None = None, *,
                  xla_compile: bool | None = None, steps_per_run: int | None = None,
                  gradient_accumulation_steps: int | None = None,
+                 mixed_precision: bool | None = None, skip_nonfinite_steps: bool | None = None,
                  **legacy: Any) -> None:
         if is_legacy_config(gpus):
             # the older form (config, gpu_prefetch=True): its second argument is gpu_prefetch
@@ -97,7 +98,8 @@ class SyncMultiGPUTrainerReplicated(MultiGPUTrainerBase):
         self.mode = None if mode is None else mode.lower()
         self._strategy: tf.distribute.MirroredStrategy | None = None
         super().__init__(gpus, xla_compile=xla_compile, steps_per_run=steps_per_run,
-                         gradient_accumulation_steps=gradient_accumulation_steps)
+                         gradient_accumulation_steps=gradient_accumulation_steps,
+                         mixed_precision=mixed_precision, skip_nonfinite_steps=skip_nonfinite_steps)
         if self.mode == "nccl" and not all_gpus(self.devices):
             raise ValueError(f"SyncMultiGPUTrainerReplicated(mode='nccl') needs GPUs, got devices "
                              f"{self.devices}; use mode='cpu' (or None) on CPU devices")

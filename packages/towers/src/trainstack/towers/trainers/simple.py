@@ -32,13 +32,15 @@ class QueueInputTrainer(SimpleTrainer):
 
     def __init__(self, config: Any = None, input_queue: int | None = None, *,
                  xla_compile: bool | None = None, steps_per_run: int | None = None,
-                 gradient_accumulation_steps: int | None = None) -> None:
+                 gradient_accumulation_steps: int | None = None,
+                 mixed_precision: bool | None = None, skip_nonfinite_steps: bool | None = None) -> None:
         if input_queue is not None and (isinstance(input_queue, bool) or not isinstance(input_queue, int)):
             raise TypeError(f"QueueInputTrainer(input_queue=...) takes the queue's capacity (an int); "
                             f"QueueInput makes its own tf.queue.FIFOQueue, got {input_queue!r}")
         self.input_queue = input_queue
         super().__init__(config, xla_compile=xla_compile, steps_per_run=steps_per_run,
-                         gradient_accumulation_steps=gradient_accumulation_steps)
+                         gradient_accumulation_steps=gradient_accumulation_steps,
+                         mixed_precision=mixed_precision, skip_nonfinite_steps=skip_nonfinite_steps)
 
     def _as_input_source(self, input: Any) -> InputSource:
         if isinstance(input, FeedInput):
