@@ -1,6 +1,7 @@
 """trainstack against Keras 3 at its defaults and at its best, and against a bare tf.function loop.
 
     python benchmarks/keras_compare.py [--workloads mlp convnet] [--rounds 3] [--epochs 4] [--steps 100]
+                                       [--only FeedInput steps_per_run]
 
 Two workloads (an MLP 784-256-10 and a small 28x28 convnet, SGD 0.01, batch 64,
 synthetic in-memory data of 20 distinct batches), one process. Every
@@ -37,6 +38,8 @@ import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
 BATCH, DISTINCT_BATCHES, LEARNING_RATE = 64, 20, 0.01
+#: the two references every ratio is taken against
+BEST, BARE = "Keras fit, best (jit_compile, steps_per_execution=100)", "bare tf.function, 1 step/call"
 
 
 # -- workloads -----------------------------------------------------------------------------------
@@ -183,10 +186,10 @@ def trainstack_run(workload: str, batches: list, input_kind: str, **trainer_opti
 def contenders(workload: str, steps: int) -> dict[str, Contender]:
     batches = make_batches(workload)
     return {
-        "bare tf.function, 1 step/call": bare(workload, batches, 1),
+        BARE: bare(workload, batches, 1),
         f"bare tf.function, {steps} steps/call": bare(workload, batches, steps),
         "Keras fit, defaults": keras_fit(workload, batches, best=False),
-        "Keras fit, best (jit_compile, steps_per_execution=100)": keras_fit(workload, batches, best=True),
+        BEST: keras_fit(workload, batches, best=True),
         "trainstack SimpleTrainer + TFDatasetInput": trainstack_run(workload, batches, "dataset"),
         "trainstack SimpleTrainer + dataflow (FeedInput)": trainstack_run(workload, batches, "dataflow"),
         "trainstack + TFDatasetInput, xla_compile": trainstack_run(workload, batches, "dataset",
@@ -198,8 +201,9 @@ def contenders(workload: str, steps: int) -> dict[str, Contender]:
     }
 
 
-def measure(workload: str, rounds: int, epochs: int, steps: int) -> dict[str, float]:
-    runs = contenders(workload, steps)
+def measure(workload: str, rounds: int, epochs: int, steps: int, only: list[str]) -> dict[str, float]:
+    runs = {name: block for name, block in contenders(workload, steps).items()
+            if name in (BEST, BARE) or not only or any(part in name for part in only)}
     seen: dict[str, list[float]] = {name: [] for name in runs}
     for r in range(rounds):
         for name, block in runs.items():
@@ -215,13 +219,15 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--epochs", type=int, default=4, help="epochs per block (the first is not counted)")
     parser.add_argument("--steps", type=int, default=100, help="steps per epoch")
+    parser.add_argument("--only", nargs="+", default=[], metavar="TEXT",
+                        help="run only the contenders whose name contains one of these (and the two "
+                             "references, Keras at its best and the bare 1-step loop)")
     args = parser.parse_args()
     logging.getLogger("trainstack").setLevel(logging.WARNING)
     print(f"machine: {platform.machine()}, {os.cpu_count()} cores; TensorFlow {tf.__version__}, "
           f"Keras {keras.__version__}; batch {BATCH}")
-    results = {w: measure(w, args.rounds, args.epochs, args.steps) for w in args.workloads}
+    results = {w: measure(w, args.rounds, args.epochs, args.steps, args.only) for w in args.workloads}
     names = list(next(iter(results.values())))
-    best = "Keras fit, best (jit_compile, steps_per_execution=100)"
     print("\nsteps/s (median over epochs); ratio to Keras at its best / to the bare 1-step loop\n")
     print("| contender | " + " | ".join(args.workloads) + " |")
     print("|---|" + "---|" * len(args.workloads))
@@ -229,8 +235,7 @@ def main() -> None:
         cells = []
         for w in args.workloads:
             v = results[w][name]
-            cells.append(f"{v:.0f} ({v / results[w][best]:.2f}x / "
-                         f"{v / results[w]['bare tf.function, 1 step/call']:.2f}x)")
+            cells.append(f"{v:.0f} ({v / results[w][BEST]:.2f}x / {v / results[w][BARE]:.2f}x)")
         print(f"| {name} | " + " | ".join(cells) + " |")
 
 

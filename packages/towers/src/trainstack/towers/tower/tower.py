@@ -397,17 +397,22 @@ def _fn_name(fn: Any) -> str:
     return getattr(fn, "__qualname__", None) or repr(fn)
 
 
+def _is_model_desc(x: Any) -> bool:
+    """Whether ``x`` is a ModelDesc, known by its interface (model_desc.py builds on this
+    module, so this one does not import it)."""
+    return not isinstance(x, type) and all(
+        callable(getattr(x, name, None)) for name in ("get_input_signature", "build_graph", "inputs"))
+
+
 def _find_model_owner(fn: Any) -> Any:
     """See :attr:`TowerFunc.model_owner`."""
-    from .model_desc import ModelDescBase  # noqa: PLC0415
-
     bound = getattr(fn, "__self__", None)
     if bound is not None and not isinstance(bound, types.ModuleType):
         return bound
     named: dict[str, Any] = {}
     if isinstance(fn, functools.partial):
         inner = _find_model_owner(fn.func)
-        if isinstance(inner, ModelDescBase):
+        if _is_model_desc(inner):
             return inner
         if isinstance(inner, types.SimpleNamespace):
             named.update(vars(inner))
@@ -426,7 +431,7 @@ def _find_model_owner(fn: Any) -> Any:
         for name in code.co_names:
             if name in module_globals and name not in named:
                 named[name] = module_globals[name]
-    models = {id(v): v for v in named.values() if isinstance(v, ModelDescBase)}
+    models = {id(v): v for v in named.values() if _is_model_desc(v)}
     if len(models) == 1:
         return next(iter(models.values()))
     if models:
