@@ -25,14 +25,14 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(os.path.dirname(HERE), "towers"))  # matrix_cases, multigpu_cases
 
 
-def make_trainer(kind: str):
+def make_trainer(kind: str, steps_per_run: int):
     if kind == "horovod":
         from trainstack.distributed import HorovodTrainer  # noqa: PLC0415
 
-        return HorovodTrainer()
+        return HorovodTrainer(steps_per_run=steps_per_run)
     from trainstack.distributed import DistributedTrainerReplicated  # noqa: PLC0415
 
-    return DistributedTrainerReplicated(timeout_seconds=60)
+    return DistributedTrainerReplicated(timeout_seconds=60, steps_per_run=steps_per_run)
 
 
 def run_kind(trainer_kind: str, input_kind: str, steps_per_run: int) -> dict:
@@ -43,8 +43,7 @@ def run_kind(trainer_kind: str, input_kind: str, steps_per_run: int) -> dict:
     from trainstack.distributed import shard_dataflow  # noqa: PLC0415
     from trainstack.towers import TrainConfig, launch_train_with_config  # noqa: PLC0415
 
-    trainer = make_trainer(trainer_kind)
-    trainer.steps_per_run = steps_per_run
+    trainer = make_trainer(trainer_kind, steps_per_run)
     rank, size = (trainer.rank, trainer.size) if trainer_kind == "horovod" else (
         trainer.cluster_spec.task_index, trainer.num_workers)
     batches = make_batches(cases.STEPS * size, batch=cases.BATCH, seed=size, with_ids=True)

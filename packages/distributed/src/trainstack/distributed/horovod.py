@@ -89,7 +89,8 @@ class HorovodTrainer(AgreedInterrupt, SingleCostTrainer):
     BROADCAST_EVERY_EPOCH: bool = False
 
     def __init__(self, average: bool = True, compression: Any = None, broadcast_every_epoch: bool | None = None,
-                 *, stall_shutdown_s: float | None = None, xla_compile: bool | None = None) -> None:
+                 *, stall_shutdown_s: float | None = None, xla_compile: bool | None = None,
+                 steps_per_run: int | None = None) -> None:
         if not isinstance(average, bool):
             raise TypeError(f"HorovodTrainer(average=...) must be a bool, got {average!r}")
         if stall_shutdown_s is not None:
@@ -107,7 +108,7 @@ class HorovodTrainer(AgreedInterrupt, SingleCostTrainer):
             self.BROADCAST_EVERY_EPOCH = bool(broadcast_every_epoch)
         hvd.init()
         _pin_gpu(hvd.local_rank())
-        super().__init__(xla_compile=xla_compile)
+        super().__init__(xla_compile=xla_compile, steps_per_run=steps_per_run)
         self._init_stop_agreement()  # a SIGTERM stops every rank after the same step (interrupt.py)
         logger.info("HorovodTrainer: rank %d of %d (local rank %d).", self.rank, self.size, self.local_rank)
 

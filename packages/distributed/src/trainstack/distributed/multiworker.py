@@ -117,14 +117,15 @@ class DistributedTrainerReplicated(AgreedInterrupt, SingleCostTrainer):
     def __init__(self, cluster: ClusterSpec | Mapping[str, Any] | None = None,
                  task_type: str | None = None, task_index: int | None = None, *,
                  average: bool = True, timeout_seconds: float | None = 60.0,
-                 implementation: str | None = None, xla_compile: bool | None = None) -> None:
+                 implementation: str | None = None, xla_compile: bool | None = None,
+                 steps_per_run: int | None = None) -> None:
         if not isinstance(average, bool):
             raise TypeError(f"DistributedTrainerReplicated(average=...) must be a bool, got {average!r}")
         self.cluster_spec = ClusterSpec.resolve(cluster, task_type, task_index)
         self.average = average
         self.strategy = make_strategy(self.cluster_spec, timeout_seconds=timeout_seconds,
                                       implementation=implementation)
-        super().__init__(xla_compile=xla_compile)
+        super().__init__(xla_compile=xla_compile, steps_per_run=steps_per_run)
         self.is_chief = self.cluster_spec.is_chief
         self._init_stop_agreement()  # a SIGTERM stops every worker after the same step (interrupt.py)
 
