@@ -18,7 +18,9 @@ class FeedInput(InputSource):
     """Feeds one datapoint of ``dataflow`` per tower into each hooked run of the step.
 
     The simplest source, and the slowest: the host prepares each batch while
-    the device waits. Every tower gets its own datapoint (feeds
+    the device waits, and TensorFlow calls a step slower when its arguments are
+    new tensors each time (about 0.85x TFDatasetInput on a small MLP, see
+    benchmarks/README.md). Every tower gets its own datapoint (feeds
     ``tower<k>/<input name>``). Only the hooked run takes feeds, so the step
     must run through ``trainer.hooked_run`` (the default ``run_step`` does).
     """
