@@ -83,7 +83,7 @@ def main() -> None:
     parser.add_argument("--steps-per-run", type=int, default=1)
     args = parser.parse_args()
     if args.trainer == "multiworker":
-        make_trainer("multiworker")  # the strategy first, before TensorFlow runs any op
+        make_trainer("multiworker", args.steps_per_run)  # the strategy first, before TensorFlow runs any op
     import matrix_cases as cases  # noqa: PLC0415
 
     kinds = args.inputs.split(",") if args.inputs else cases.INPUTS
