@@ -15,7 +15,8 @@ CPU, XLA helps the MLP and slows the convnet) and to the bare loop.
 
 Contenders:
 - bare: a ``tf.function`` step (GradientTape + optimizer), called once per step,
-  or looping over ``--steps`` steps inside one call (``tf.range``);
+  or looping over ``--steps`` steps inside one call (``tf.range``), the step
+  also compiled with XLA (as Keras' ``jit_compile`` does);
 - Keras ``fit`` with its defaults (progress bar included), and tuned
   (``steps_per_execution=100``, ``verbose=0``, with and without
   ``jit_compile=True``);
@@ -84,7 +85,7 @@ def xent(labels: tf.Tensor, logits: tf.Tensor) -> tf.Tensor:
 Contender = Callable[[int, int], list[float]]
 
 
-def bare(workload: str, batches: list, steps_per_call: int) -> Contender:
+def bare(workload: str, batches: list, steps_per_call: int, jit_compile: bool = False) -> Contender:
     layers = make_layers(workload)
     opt = keras.optimizers.SGD(LEARNING_RATE)
     iterator = iter(dataset(batches))
@@ -96,11 +97,13 @@ def bare(workload: str, batches: list, steps_per_call: int) -> Contender:
         opt.apply_gradients(zip(tape.gradient(cost, variables), variables))
         return cost
 
+    step = tf.function(one_step, jit_compile=True) if jit_compile else one_step
+
     @tf.function
     def call() -> tf.Tensor:
         cost = tf.constant(0.0)
         for _ in tf.range(steps_per_call):
-            cost = one_step(*next(iterator))
+            cost = step(*next(iterator))
         return cost
 
     def block(epochs: int, steps: int) -> list[float]:
@@ -191,6 +194,7 @@ def contenders(workload: str, steps: int) -> dict[str, Contender]:
     return {
         BARE: bare(workload, batches, 1),
         f"bare tf.function, {steps} steps/call": bare(workload, batches, steps),
+        f"bare tf.function, {steps} steps/call, XLA step": bare(workload, batches, steps, jit_compile=True),
         "Keras fit, defaults": keras_fit(workload, batches, tuned=False),
         KERAS_TUNED[0]: keras_fit(workload, batches, tuned=True),
         KERAS_TUNED[1]: keras_fit(workload, batches, tuned=True, jit_compile=True),
