@@ -40,6 +40,20 @@ def _check(value: Any, what: str) -> int:
     return value
 
 
+def _workers(count: int | None, name: str) -> int:
+    """The checked worker count ``name`` of a parallel map; None: one per CPU core."""
+    return _check((os.cpu_count() or 1) if count is None else count, name)
+
+
+def _set_map_options(flow: Any, map_func: Any, buffer_size: int, strict: bool) -> None:
+    """Check and set the options both parallel maps take besides their worker count."""
+    if map_func is None or not callable(map_func):
+        raise TypeError(f"{type(flow).__name__} needs a callable map_func, got {map_func!r}")
+    flow.map_func = map_func
+    flow.buffer_size = _check(buffer_size, "buffer_size")
+    flow.strict = bool(strict)
+
+
 class MultiProcessMapData(WorkerProcesses, ProxyDataFlow):
     """``map_func`` applied to the datapoints of ``ds`` by ``num_proc`` worker processes
     (default: one per CPU core), with up to ``buffer_size`` datapoints in flight.
@@ -55,12 +69,8 @@ class MultiProcessMapData(WorkerProcesses, ProxyDataFlow):
     def __init__(self, ds: Any, num_proc: int | None = None, map_func: Callable[[Any], Any] | None = None,
                  *, buffer_size: int = 200, strict: bool = False, start_method: str = "spawn") -> None:
         ProxyDataFlow.__init__(self, ds)
-        if map_func is None or not callable(map_func):
-            raise TypeError(f"{type(self).__name__} needs a callable map_func, got {map_func!r}")
-        self.num_proc = _check((os.cpu_count() or 1) if num_proc is None else num_proc, "num_proc")
-        self.map_func = map_func
-        self.buffer_size = _check(buffer_size, "buffer_size")
-        self.strict = bool(strict)
+        _set_map_options(self, map_func, buffer_size, strict)
+        self.num_proc = _workers(num_proc, "num_proc")
         self._init_workers(start_method)
         self._source: Iterator[Any] | None = None
 
@@ -158,12 +168,8 @@ class MultiThreadMapData(ProxyDataFlow):
     def __init__(self, ds: Any, num_thread: int | None = None, map_func: Callable[[Any], Any] | None = None,
                  *, buffer_size: int = 200, strict: bool = False) -> None:
         super().__init__(ds)
-        if map_func is None or not callable(map_func):
-            raise TypeError(f"MultiThreadMapData needs a callable map_func, got {map_func!r}")
-        self.num_thread = _check((os.cpu_count() or 1) if num_thread is None else num_thread, "num_thread")
-        self.map_func = map_func
-        self.buffer_size = _check(buffer_size, "buffer_size")
-        self.strict = bool(strict)
+        _set_map_options(self, map_func, buffer_size, strict)
+        self.num_thread = _workers(num_thread, "num_thread")
         self._pool: concurrent.futures.ThreadPoolExecutor | None = None
         self._pending: set[concurrent.futures.Future] = set()
         self._source: Iterator[Any] | None = None
