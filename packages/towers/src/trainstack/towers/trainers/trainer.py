@@ -458,18 +458,24 @@ class SingleCostTrainer(TowerTrainer):
     def _step_body(self, feeds: Any, fetch_names: tuple[str, ...],
                    steps: tf.Tensor | None = None) -> tuple[Any, dict[str, Any]]:
         """One call of the traced step: ``steps - 1`` steps in a graph loop (when ``steps`` is
-        given), then the step whose output and fetches the call returns."""
-        if steps is not None:
-            def body(i: tf.Tensor) -> tf.Tensor:
-                self._one_step(feeds, ())
-                return i + 1
+        given), then the step whose output and fetches the call returns.
 
-            tf.while_loop(lambda i: i < steps - 1, body, [tf.constant(0)])
-        return self._one_step(feeds, fetch_names)
-
-    def _one_step(self, feeds: Any, fetch_names: tuple[str, ...]) -> tuple[Any, dict[str, Any]]:
+        In the loop each step reads the next step's batch while it computes (as Keras'
+        ``steps_per_execution`` loop does): the read and the step touch different resources,
+        so the graph runs them side by side. A call still reads exactly ``steps`` batches."""
         with self.input.tracing(feeds):
-            tower_inputs = self._get_tower_inputs()
+            inputs = self._get_tower_inputs()
+        if steps is not None:
+            def body(i: tf.Tensor, inputs: list[list[tf.Tensor]]) -> tuple[tf.Tensor, list[list[tf.Tensor]]]:
+                self._compute_step(inputs, ())
+                with self.input.tracing(feeds):
+                    return i + 1, self._get_tower_inputs()
+
+            _, inputs = tf.while_loop(lambda i, _: i < steps - 1, body, [tf.constant(0), inputs])
+        return self._compute_step(inputs, fetch_names)
+
+    def _compute_step(self, tower_inputs: list[list[tf.Tensor]],
+                      fetch_names: tuple[str, ...]) -> tuple[Any, dict[str, Any]]:
         compute = functools.partial(self._compute, fetch_names=fetch_names)
         if self.xla_compile:
             compute = tf.function(compute, jit_compile=True)
