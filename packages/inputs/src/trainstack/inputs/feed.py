@@ -17,12 +17,12 @@ __all__ = ["FeedInput"]
 class FeedInput(InputSource):
     """Feeds one datapoint of ``dataflow`` per tower into each hooked run of the step.
 
-    The simplest source, and the slowest: the host prepares each batch while
-    the device waits, and TensorFlow calls a step slower when its arguments are
-    new tensors each time (about 0.85x TFDatasetInput on a small MLP, see
-    benchmarks/README.md). Every tower gets its own datapoint (feeds
-    ``tower<k>/<input name>``). Only the hooked run takes feeds, so the step
-    must run through ``trainer.hooked_run`` (the default ``run_step`` does).
+    The simplest source, and the slowest: the host reads, checks and converts
+    each batch between two steps while the device waits (0.78-0.94x
+    TFDatasetInput on a small MLP, see benchmarks/README.md). Every tower gets
+    its own datapoint (feeds ``tower<k>/<input name>``). Only the hooked run
+    takes feeds, so the step must run through ``trainer.hooked_run`` (the
+    default ``run_step`` does).
     """
 
     def __init__(self, dataflow: Any) -> None:
