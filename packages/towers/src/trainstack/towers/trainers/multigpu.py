@@ -124,8 +124,7 @@ class MultiGPUTrainerBase(SingleCostTrainer):
         """Trace every tower's input tensors once, alone."""
 
         def inputs(feeds: Any) -> None:
-            with self.input.tracing(feeds):
-                self._get_tower_inputs()
+            self._get_tower_inputs(feeds)
 
         tf.function(inputs, input_signature=[self.input.feed_signature()]).get_concrete_function()
 

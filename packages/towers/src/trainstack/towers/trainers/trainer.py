@@ -19,7 +19,7 @@ names inside the main training tower in the same call as the training step.
 How one step is built (the hooks subclasses override, e.g. multi-device
 trainers that build ``num_towers`` towers on several devices)::
 
-    _get_tower_inputs()        one list of input tensors per tower (under each tower's device)
+    _get_tower_inputs(feeds)   one list of input tensors per tower (under each tower's device)
     _build_towers(inputs)      -> [TowerResult(cost, grads_and_vars, handle)] via _build_tower(k, ...)
     _apply_towers(results)     process the gradients and apply them; returns the step's output
 
@@ -432,8 +432,7 @@ class SingleCostTrainer(TowerTrainer):
         found: list[tf.Variable] = []
 
         def build(feeds: Any) -> tf.Tensor:
-            with self.input.tracing(feeds):
-                inputs = self._get_tower_inputs()[0]
+            inputs = self._get_tower_inputs(feeds)[0]
             with _device(self._tower_device(0)), summary_collection_scope(None):
                 with TowerContext("tower0", is_training=True, index=0):
                     with tf.GradientTape() as tape:
@@ -463,13 +462,11 @@ class SingleCostTrainer(TowerTrainer):
         In the loop each step reads the next step's batch while it computes (as Keras'
         ``steps_per_execution`` loop does): the read and the step touch different resources,
         so the graph runs them side by side. A call still reads exactly ``steps`` batches."""
-        with self.input.tracing(feeds):
-            inputs = self._get_tower_inputs()
+        inputs = self._get_tower_inputs(feeds)
         if steps is not None:
             def body(i: tf.Tensor, inputs: list[list[tf.Tensor]]) -> tuple[tf.Tensor, list[list[tf.Tensor]]]:
                 self._compute_step(inputs, ())
-                with self.input.tracing(feeds):
-                    return i + 1, self._get_tower_inputs()
+                return i + 1, self._get_tower_inputs(feeds)
 
             _, inputs = tf.while_loop(lambda i, _: i < steps - 1, body, [tf.constant(0), inputs])
         return self._compute_step(inputs, fetch_names)
@@ -481,14 +478,16 @@ class SingleCostTrainer(TowerTrainer):
             compute = tf.function(compute, jit_compile=True)
         return compute(tower_inputs)
 
-    def _get_tower_inputs(self) -> list[list[tf.Tensor]]:
-        """One list of input tensors per tower and micro-batch, micro-batch-major: micro-batch
-        ``m`` of tower ``k`` is item ``m * num_towers + k`` (the input's order)."""
+    def _get_tower_inputs(self, feeds: Any) -> list[list[tf.Tensor]]:
+        """One step's input tensors, read with the traced ``feeds``: one list per tower and
+        micro-batch, micro-batch-major: micro-batch ``m`` of tower ``k`` is item
+        ``m * num_towers + k`` (the input's order)."""
         inputs = []
-        for _ in range(self.gradient_accumulation_steps):
-            for k in range(self.num_towers):
-                with _device(self._tower_device(k)):
-                    inputs.append(self.input.get_input_tensors())
+        with self.input.tracing(feeds):
+            for _ in range(self.gradient_accumulation_steps):
+                for k in range(self.num_towers):
+                    with _device(self._tower_device(k)):
+                        inputs.append(self.input.get_input_tensors())
         return inputs
 
     def _compute(self, tower_inputs: list[list[tf.Tensor]],
