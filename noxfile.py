@@ -1,24 +1,40 @@
-"""The test matrix. `nox -l` lists the sessions; `nox -s loop` runs one.
+"""The test matrix: every test runs once, against the installed wheels. `nox -l` lists the
+sessions; `nox -s towers` runs one (the `wheels` session first, which it requires).
 
-- one session per layer installs only that layer and the layers it depends on
-  (those below it, but see BESIDE) and runs tests/<layer>/ (an upward import
-  fails there with ModuleNotFoundError);
-- `all` installs everything (the meta-package too) and runs every test;
-- `wheels` builds every distribution's wheel and installs them from the
-  wheels with no index, proving the version pins between layers resolve;
-- `layering` runs import-linter's contracts (.importlinter) over the layers,
-  without the meta-package.
+- `layering` runs import-linter's contracts (.importlinter) over the layers' sources,
+  without the meta-package;
+- `wheels` builds every distribution's wheel once, into .nox/built-wheels;
+- one session per layer installs that layer and the layers it depends on **from those
+  wheels** (trainstack's own distributions with no index, which proves the packaging and the
+  version pins; their third-party dependencies from the index) and runs tests/<layer>/ from
+  outside the source tree, so only what was installed is imported (an upward import fails
+  with ModuleNotFoundError);
+- `all` installs everything, the meta-package too, and runs the tests at the top of tests/
+  (those that need the meta-package);
+- `horovod` builds Horovod once per machine (scripts/install_horovod.py, cached in
+  ~/.cache/trainstack) and runs tests/distributed/test_horovod*.py.
 
-Sessions use pip's cache of this machine (~/.cache/pip), so TensorFlow is
-downloaded once.
+Which session runs a test file follows from its folder (`session_of`); the noxfile refuses to
+load when a test file belongs to no session. At the end of a run a table gives each session's
+outcome and time in seconds (nox's own summary rounds to minutes). Arguments after `--` go to pytest; a path among them (`tests/towers/test_trainer.py`)
+replaces the session's own files.
 """
 from __future__ import annotations
 
+import atexit
+import functools
+import shutil
+import sys
+import time
+import tomllib
 from pathlib import Path
+from typing import Callable
 
 import nox
 
 ROOT = Path(__file__).parent
+TESTS = ROOT / "tests"
+WHEELS = ROOT / ".nox" / "built-wheels"  # not .nox/wheels: that is the `wheels` session's virtualenv
 # bottom to top; each layer depends on those before it, except for the layers in BESIDE
 LAYERS = ["loop", "dataflow", "callbacks", "inputs", "towers", "distributed"]
 # layer -> layers before it in LAYERS that it does not need: dataflow (NumPy and msgpack, no
@@ -31,91 +47,187 @@ TEST_TOOLS = ["pytest>=8", "pytest-xdist>=3"]
 # (hypothesis for the fuzz tests of the codec, tests/dataflow, and of the remote input, tests/inputs)
 TEST_EXTRAS = {"dataflow": ["hypothesis>=6"], "callbacks": ["tensorboard"], "inputs": ["hypothesis>=6"],
                "towers": ["scikit-learn>=1.3", "tensorpack==0.11"]}
+META = "trainstack"  # the meta-package's distribution, at the root
 
-# `horovod` builds Horovod once per machine (~3-7 min on 2 cores, cached in ~/.cache/trainstack),
-# then runs tests/distributed with it; the other sessions skip the Horovod tests.
-nox.options.sessions = ["layering", *LAYERS, "all", "wheels", "horovod"]
+
+def dist(layer: str) -> str:
+    return f"trainstack-{layer}"
+
+
+# distribution -> its source folder
+SOURCES = {**{dist(layer): ROOT / "packages" / layer for layer in LAYERS}, META: ROOT}
+
+nox.needs_version = ">=2026.10"  # sessions' `requires`, and the summary with each session's time
+nox.options.sessions = ["layering", "wheels", *LAYERS, "all", "horovod"]
 nox.options.reuse_existing_virtualenvs = True
 
 
-def editable(*layers: str) -> list[str]:
-    """`-e packages/<layer>` for each layer: one pip call resolves the pins locally."""
-    return [arg for layer in layers for arg in ("-e", f"packages/{layer}")]
+# --- which session runs which test file -------------------------------------------------------
 
+def session_of(test_file: Path) -> str | None:
+    """The session that runs `test_file` (a tests/**/test_*.py), or None if no session does."""
+    parts = test_file.relative_to(TESTS).parts
+    if len(parts) == 1:
+        return "layering" if parts[0] == "test_layering.py" else "all"
+    if len(parts) == 2 and parts[0] in LAYERS:
+        if parts[0] == "distributed" and parts[1].startswith("test_horovod"):
+            return "horovod"
+        return parts[0]
+    return None  # a folder that is not a layer's, or a sub-folder: named nowhere
+
+
+def test_files(session_name: str) -> list[str]:
+    return [str(f) for f in sorted(TESTS.rglob("test_*.py")) if session_of(f) == session_name]
+
+
+_orphans = [str(f.relative_to(ROOT)) for f in sorted(TESTS.rglob("test_*.py")) if session_of(f) is None]
+if _orphans:
+    raise SystemExit(f"noxfile.py: no session runs {', '.join(_orphans)}; put the file in tests/<layer>/ "
+                     f"(one of {', '.join(LAYERS)}) or at the top of tests/, or extend session_of()")
+
+
+# --- the table of session times printed at the end of a run ------------------------------------
+
+_TIMES: dict[str, tuple[str, float]] = {}
+_CLOCK = {"start": time.monotonic(), "last": time.monotonic()}
+
+
+def timed(func: Callable[[nox.Session], None]) -> Callable[[nox.Session], None]:
+    """Record the session's outcome and its wall time since the previous session ended (so that
+    creating its virtualenv counts too)."""
+    @functools.wraps(func)
+    def wrapper(session: nox.Session) -> None:
+        outcome = "failed"
+        try:
+            func(session)
+            outcome = "passed"
+        except BaseException as exc:
+            if type(exc).__name__ == "_SessionSkip":  # session.skip()
+                outcome = "skipped"
+            raise
+        finally:
+            now = time.monotonic()
+            _TIMES[session.name] = (outcome, now - _CLOCK["last"])
+            _CLOCK["last"] = now
+    return wrapper
+
+
+@atexit.register
+def _print_times() -> None:
+    if not _TIMES:
+        return
+    rows = [*((name, outcome, s) for name, (outcome, s) in _TIMES.items()),
+            ("total", "", time.monotonic() - _CLOCK["start"])]
+    width = max(len(row[0]) for row in rows)
+    print("\nsession times (wall clock, virtualenv set-up included):", file=sys.stderr)
+    for name, outcome, seconds in rows:
+        print(f"  {name:<{width}}  {outcome:<7}  {int(seconds // 60):3d}:{int(seconds % 60):02d}", file=sys.stderr)
+
+
+# --- installing from the wheels ---------------------------------------------------------------
 
 def stack(layer: str) -> list[str]:
     """`layer` and the layers it depends on, bottom first."""
     return [x for x in LAYERS[: LAYERS.index(layer) + 1] if x not in BESIDE.get(layer, ())]
 
 
-def has_tests(layer: str) -> bool:
-    return any((ROOT / "tests" / layer).glob("test_*.py"))
+def requirements(distribution: str) -> list[str]:
+    """The third-party requirements of `distribution` and of the trainstack distributions it needs,
+    read from their pyproject.toml files."""
+    found: list[str] = []
+    with open(SOURCES[distribution] / "pyproject.toml", "rb") as f:
+        for req in tomllib.load(f)["project"].get("dependencies", []):
+            name = req.split(">")[0].split("<")[0].split("=")[0].split("[")[0].strip()
+            found += requirements(name) if name in SOURCES else [req]
+    return list(dict.fromkeys(found))
 
 
-def pytest(session: nox.Session, *paths: str) -> None:
-    session.run("pytest", "-n", "auto", *paths, *session.posargs)
+def install_wheels(session: nox.Session, *distributions: str) -> None:
+    """Install `distributions` from .nox/built-wheels with no index; their third-party requirements
+    first, from the index."""
+    if not any(WHEELS.glob("*.whl")):
+        session.error(f"no wheels in {WHEELS}: run `nox -s wheels` first")
+    third_party = list(dict.fromkeys(r for d in distributions for r in requirements(d)))
+    if third_party:
+        session.install(*third_party)
+    # a reused virtualenv holds the previous run's wheels under the same version numbers
+    session.run("python", "-m", "pip", "uninstall", "-y", "-q", *SOURCES, silent=True)
+    session.install("--no-index", "--find-links", str(WHEELS), *distributions)
+
+
+def pytest(session: nox.Session, module: str, files: list[str]) -> None:
+    """pytest -n auto over `files`, run from the session's temporary folder so that trainstack
+    is imported from site-packages, never from the source tree (checked on `module`). Paths among
+    the arguments after `--` are taken relative to the repository and replace `files`."""
+    args = [str(ROOT / a) if (ROOT / a.split("::")[0]).exists() and a.startswith("tests") else a
+            for a in session.posargs]
+    given_paths = any(a.startswith(str(TESTS)) for a in args)
+    session.chdir(session.create_tmp())
+    session.run("python", "-c", f"import {module} as m; "
+                "assert 'site-packages' in m.__file__, f'imported from {m.__file__}, not the wheel'")
+    session.run("pytest", "-n", "auto", "-c", str(ROOT / "pyproject.toml"), "--rootdir", str(ROOT),
+                *([] if given_paths else files), *args)
+
+
+# --- the sessions -----------------------------------------------------------------------------
+
+@nox.session
+@timed
+def layering(session: nox.Session) -> None:
+    """import-linter's layers contract over the layers' sources (the meta-package is not installed)."""
+    session.install("import-linter>=2.0", *TEST_TOOLS)
+    session.install("--no-deps", *[arg for layer in LAYERS for arg in ("-e", f"packages/{layer}")])
+    session.run("pytest", *test_files("layering"), *session.posargs)
+
+
+@nox.session(reuse_venv=True)
+@timed
+def wheels(session: nox.Session) -> None:
+    """Build every distribution's wheel (the six layers and the meta-package) into .nox/built-wheels."""
+    session.install("hatchling>=1.21")
+    shutil.rmtree(WHEELS, ignore_errors=True)
+    session.run("python", "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q",
+                "--wheel-dir", str(WHEELS), *map(str, SOURCES.values()))
+    session.log("built " + ", ".join(sorted(p.name for p in WHEELS.glob("*.whl"))))
 
 
 def _layer_session(layer: str) -> None:
-    @nox.session(name=layer)
+    @nox.session(name=layer, requires=["wheels"])
+    @timed
     def session_for_layer(session: nox.Session) -> None:
-        if not has_tests(layer):
-            session.skip(f"tests/{layer}/ has no tests yet (the layer is a placeholder)")
+        files = test_files(layer)
+        if not files:
+            session.skip(f"tests/{layer}/ has no tests yet")
         below = stack(layer)
-        extras = [x for name in below for x in TEST_EXTRAS.get(name, [])]
-        session.install(*TEST_TOOLS, *extras, *editable(*below))
-        pytest(session, f"tests/{layer}")
+        session.install(*TEST_TOOLS, *dict.fromkeys(x for name in below for x in TEST_EXTRAS.get(name, [])))
+        install_wheels(session, dist(layer))
+        pytest(session, f"trainstack.{layer}", files)
 
-    session_for_layer.__doc__ = f"Install trainstack-{layer} and the layers it needs only; run tests/{layer}/."
+    session_for_layer.__doc__ = (f"trainstack-{layer} and the layers it needs, from the wheels; "
+                                 f"tests/{layer}/.")
 
 
 for _layer in LAYERS:
     _layer_session(_layer)
 
 
-@nox.session
+@nox.session(requires=["wheels"])
+@timed
 def all(session: nox.Session) -> None:  # noqa: A001 - the session's name
-    """Everything installed, the meta-package too; every test."""
-    extras = [x for v in TEST_EXTRAS.values() for x in v]
-    session.install(*TEST_TOOLS, *extras, *editable(*LAYERS), "-e", ".")
+    """Every layer and the meta-package, from the wheels; the tests at the top of tests/."""
+    session.install(*TEST_TOOLS, *dict.fromkeys(x for v in TEST_EXTRAS.values() for x in v))
+    install_wheels(session, META)
     session.run("python", "-c", "import trainstack; print('trainstack exports', len(trainstack.__all__), 'names')")
-    pytest(session, "tests")
+    pytest(session, "trainstack", test_files("all"))
 
 
-@nox.session(reuse_venv=False)  # a reused venv would keep an older wheel of the same version
-def wheels(session: nox.Session) -> None:
-    """Build all wheels, install them with no index, run the tests against them."""
-    dist = Path(session.create_tmp()) / "dist"
-    session.run("python", "-c", f"import shutil; shutil.rmtree({str(dist)!r}, ignore_errors=True)")
-    for path in [*(f"packages/{x}" for x in LAYERS), "."]:
-        session.run("python", "-m", "pip", "wheel", "--no-deps", "--wheel-dir", str(dist), path)
-    # third-party dependencies come from the index; trainstack's own from the wheels only
-    session.install(*TEST_TOOLS, *[x for v in TEST_EXTRAS.values() for x in v],
-                    "tensorflow>=2.16", "tqdm>=4.60", "msgpack>=1.0", "numpy>=1.22")
-    session.install("--no-index", "--find-links", str(dist), "trainstack")
-    session.run("python", "-m", "pip", "list")
-    # run from a folder outside the source tree so that only the installed wheels are imported
-    session.chdir(session.create_tmp())
-    session.run("python", "-c", "import trainstack, trainstack.loop, trainstack.callbacks; "
-                "import trainstack.loop as l; assert 'site-packages' in l.__file__, l.__file__")
-    session.run("pytest", "-n", "auto", "-c", str(ROOT / "pyproject.toml"), "--rootdir", str(ROOT),
-                str(ROOT / "tests"), *session.posargs)
-
-
-@nox.session
-def layering(session: nox.Session) -> None:
-    """import-linter's layers contract over the layers (the meta-package is not installed)."""
-    session.install("import-linter>=2.0", *TEST_TOOLS)
-    session.install("--no-deps", *editable(*LAYERS))
-    session.run("pytest", "tests/test_layering.py", *session.posargs)
-
-
-@nox.session
+@nox.session(requires=["wheels"])
+@timed
 def horovod(session: nox.Session) -> None:
     """Horovod for this TensorFlow via scripts/install_horovod.py (built once, then reused from
-    ~/.cache/trainstack/horovod), then the Horovod tests (the rest of tests/distributed runs in the
-    `distributed` session, where these skip)."""
-    session.install(*TEST_TOOLS, *editable(*LAYERS))
-    session.run("python", "scripts/install_horovod.py")
-    tests = sorted(str(p.relative_to(ROOT)) for p in (ROOT / "tests" / "distributed").glob("test_horovod*.py"))
-    pytest(session, *tests)
+    ~/.cache/trainstack/horovod), then tests/distributed/test_horovod*.py (which the
+    `distributed` session does not run)."""
+    session.install(*TEST_TOOLS)
+    install_wheels(session, dist("distributed"))
+    session.run("python", str(ROOT / "scripts" / "install_horovod.py"))
+    pytest(session, "trainstack.distributed", test_files("horovod"))

@@ -4,13 +4,14 @@
     python -m trainstack.distributed.launch -n 2 tests/distributed/matrix_job.py multiworker --out DIR
 
 For each input kind of ``tests/towers/matrix_cases.py`` (``--inputs``, default
-all), every process trains ``STEPS`` steps through ``launch_train_with_config``
+all), then again with ``steps_per_run=2`` for each kind of ``--steps-per-run-inputs``
+(in the same processes: one launch, one TensorFlow start-up per process), every
+process trains ``STEPS`` steps through ``launch_train_with_config``
 on its shard (``shard_dataflow``: rank ``r`` of ``n`` gets batches ``r, r+n, ...``)
-(``--steps-per-run``: in calls of that many steps) and checks what the
-single-process matrix checks: its weights equal plain SGD
+and checks what the single-process matrix checks: its weights equal plain SGD
 on each step's batches of all ranks concatenated (step ``s``: batches
 ``s*n .. s*n+n-1``), and its tower got batch ``s*n + r`` at step ``s``. Each
-process writes ``DIR/<kind>[.spr<k>].rank<r>.json``: ``{"ok": true}`` or the error.
+process writes ``DIR/<kind>[.spr2].rank<r>.json``: ``{"ok": true}`` or the error.
 """
 from __future__ import annotations
 
@@ -80,20 +81,22 @@ def main() -> None:
     parser.add_argument("trainer", choices=["horovod", "multiworker"])
     parser.add_argument("--out", required=True)
     parser.add_argument("--inputs", default=None, help="comma-separated input kinds (default: all)")
-    parser.add_argument("--steps-per-run", type=int, default=1)
+    parser.add_argument("--steps-per-run-inputs", default="",
+                        help="comma-separated input kinds to run again with steps_per_run=2")
     args = parser.parse_args()
     if args.trainer == "multiworker":
-        make_trainer("multiworker", args.steps_per_run)  # the strategy first, before TensorFlow runs any op
+        make_trainer("multiworker", 1)  # the strategy first, before TensorFlow runs any op
     import matrix_cases as cases  # noqa: PLC0415
 
     kinds = args.inputs.split(",") if args.inputs else cases.INPUTS
+    runs = [(kind, 1) for kind in kinds] + [(kind, 2) for kind in filter(None, args.steps_per_run_inputs.split(","))]
     rank = os.environ.get("HOROVOD_RANK") or json.loads(os.environ.get("TF_CONFIG", "{}")).get(
         "task", {}).get("index", 0)
     failed = False
-    suffix = f".spr{args.steps_per_run}" if args.steps_per_run > 1 else ""
-    for kind in kinds:
+    for kind, steps_per_run in runs:
+        suffix = f".spr{steps_per_run}" if steps_per_run > 1 else ""
         try:
-            result = run_kind(args.trainer, kind, args.steps_per_run)
+            result = run_kind(args.trainer, kind, steps_per_run)
         except Exception as e:  # noqa: BLE001 - reported per kind; the job fails at the end
             result = {"ok": False, "error": f"{type(e).__name__}: {e}"[:2000], "trace": traceback.format_exc()}
             failed = True

@@ -5,6 +5,7 @@ number of steps by accuracy (within 0.05), not weight by weight.
 """
 from __future__ import annotations
 
+import functools
 import os
 import subprocess
 import sys
@@ -26,6 +27,7 @@ JOB = os.path.join(HERE, "ps_job.py")
 STEPS, EPOCHS = 50, 2
 
 
+@functools.cache  # the same reference for both tests when they share a pytest worker
 def _simple_accuracy() -> float:
     x, y = make_data()
     xv, yv = make_data(512, seed=1)
