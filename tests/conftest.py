@@ -1,5 +1,18 @@
-"""Fixtures shared by the layers' tests (each layer's own live in its folder's conftest.py)."""
+"""Fixtures shared by the layers' tests (each layer's own live in its folder's conftest.py).
+
+- ``logger_dir``: a fresh logger directory for one test.
+- ``once_per_session(name, make)``: a run that is expensive (several processes, or a whole
+  training run used as a reference), which under pytest-xdist every worker would otherwise
+  repeat. It gives the directory ``<session tmp>/<name>``, calling ``make(directory)`` only the
+  first time in the whole test session (a lock in the session's temporary directory, shared by
+  xdist's workers); a ``make`` that raised is tried again by the next caller.
+"""
 from __future__ import annotations
+
+import fcntl
+import os
+from pathlib import Path
+from typing import Callable
 
 import pytest
 
@@ -12,3 +25,23 @@ def logger_dir(tmp_path):
     dirname = set_logger_dir(str(tmp_path / "train_log"))
     yield dirname
     unset_logger_dir()
+
+
+@pytest.fixture(scope="session")
+def once_per_session(tmp_path_factory: pytest.TempPathFactory) -> Callable[[str, Callable[[Path], None]], Path]:
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        root = tmp_path_factory.getbasetemp().parent  # this session's, shared by its workers
+    else:
+        root = tmp_path_factory.getbasetemp()
+
+    def run(name: str, make: Callable[[Path], None]) -> Path:
+        out = root / name
+        with open(root / f"{name}.lock", "w") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            if not (out / ".done").exists():
+                out.mkdir(exist_ok=True)
+                make(out)
+                (out / ".done").touch()
+        return out
+
+    return run

@@ -101,12 +101,14 @@ def read_int(path):
 
 
 @pytest.fixture(scope="module")
-def uninterrupted(tmp_path_factory):
-    logdir = tmp_path_factory.mktemp("reference")
-    proc = start(logdir)
-    _, err = proc.communicate(timeout=300)
-    assert proc.returncode == 0, err[-3000:]
-    return np.load(logdir / "final.npy")
+def uninterrupted(once_per_session):
+    """The final weights of the run never killed: trained once for all of xdist's workers."""
+    def train(logdir):
+        proc = start(logdir)
+        _, err = proc.communicate(timeout=300)
+        assert proc.returncode == 0, err[-3000:]
+
+    return np.load(once_per_session("exact_resume_reference", train) / "final.npy")
 
 
 def kill_and_resume_until_done(logdir, seed, data="dataflow", kill_in_save=0, kills=3):
