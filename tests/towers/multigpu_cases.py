@@ -435,6 +435,35 @@ def launch(devices: list[str], trainer_name: str) -> None:
     assert np.mean(costs[-4:]) < np.mean(costs[:4])
 
 
+def default_epoch_warnings(devices: list[str], steps_per_epoch: int | None, via_config: bool) -> dict:
+    """A 2-tower trainer on 6 batches, through launch_train_with_config or train_with_defaults:
+    the warnings of the 'trainstack' logger and the steps the epoch made."""
+    import logging
+
+    from trainstack.inputs import QueueInput
+    from trainstack.towers import TrainConfig, launch_train_with_config
+
+    records: list[logging.LogRecord] = []
+    handler = logging.Handler(logging.WARNING)
+    handler.emit = records.append
+    logging.getLogger("trainstack").addHandler(handler)
+    try:
+        trainer = make_trainer("SyncMultiGPUTrainerReplicated", devices[:2])
+        if via_config:
+            launch_train_with_config(TrainConfig(dataflow=make_batches(6), model=make_model(), max_epoch=1,
+                                                 steps_per_epoch=steps_per_epoch, callbacks=[],
+                                                 extra_callbacks=[], monitors=[]), trainer)
+        else:
+            model = make_model()
+            trainer.setup_graph(model.get_input_signature(), QueueInput(make_batches(6)), model.build_graph,
+                                model.get_optimizer)
+            trainer.train_with_defaults(callbacks=[], extra_callbacks=[], monitors=[], max_epoch=1,
+                                        steps_per_epoch=steps_per_epoch)
+    finally:
+        logging.getLogger("trainstack").removeHandler(handler)
+    return {"warnings": [r.getMessage() for r in records], "steps": trainer.global_step}
+
+
 def data_parallel_inference(devices: list[str], num_towers: int) -> None:
     """DataParallelInferenceRunner over ``num_towers`` towers gives InferenceRunner's statistics,
     each validation datapoint exactly once per pass (5 batches: the last ones through one tower),

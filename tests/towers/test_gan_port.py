@@ -17,7 +17,7 @@ import pytest
 import tensorflow as tf
 
 from trainstack.callbacks import ModelSaver, add_moving_summary
-from trainstack.inputs import QueueInput
+from trainstack.inputs import InputSignatureError, QueueInput
 from trainstack.towers import (GraphBuildError, ModelDescBase, OfflinePredictor, PredictConfig,
                                SmartInit, TowerContext, TowerFunc, TowerTrainer, TracedStep, minimize)
 
@@ -247,6 +247,11 @@ def test_optional_input_must_be_a_placeholder_with_default(tmp_path):
         trainer.get_predictor(['real', 'z_train'], ['gen'])
     with pytest.raises(KeyError, match="neither an input"):
         trainer.get_predictor(['nope'], ['gen'])
+    # the discriminator's loss on real samples needs 'real', which would be zeros: refused, while the
+    # generator's loss, computed from z alone (the walk stops at the fed z), is fine
+    with pytest.raises(InputSignatureError, match=r"output 'GAN_loss/discrim/loss' is computed from \['real'\]"):
+        trainer.get_predictor(['z'], ['GAN_loss/discrim/loss'])
+    assert trainer.get_predictor(['z'], ['GAN_loss/gen/loss']).output_names == ['GAN_loss/gen/loss']
 
 
 def test_building_a_tower_without_telling_the_trainer_its_input_fails_at_once():

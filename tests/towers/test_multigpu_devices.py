@@ -94,3 +94,18 @@ def test_the_optimizer_must_come_from_get_opt_fn(cpus):
                                      "AsyncMultiGPUTrainer"])
 def test_launch_train_with_config(cpus, trainer):
     cpus.run(cases.launch, trainer)
+
+
+@pytest.mark.parametrize("via_config", [True, False], ids=["launch_train_with_config", "train_with_defaults"])
+def test_the_default_epoch_of_k_towers_is_announced_as_k_passes(cpus, via_config):
+    # 6 batches, 2 towers: the default epoch is 6 steps of 2 batches, 2 passes over the data
+    result = cpus.run(cases.default_epoch_warnings, None, via_config)
+    assert result["steps"] == 6
+    said = [w for w in result["warnings"] if "passes over the data" in w]
+    assert said == ["SyncMultiGPUTrainerReplicated trains 2 towers, each on its own batch: the default "
+                    "steps_per_epoch=6 (the input's size) makes an epoch 2 passes over the data. For one "
+                    "pass per epoch, pass steps_per_epoch=3 (to TrainConfig or train_with_defaults)."]
+    # given steps_per_epoch, nothing is said
+    result = cpus.run(cases.default_epoch_warnings, 3, via_config)
+    assert result["steps"] == 3
+    assert not [w for w in result["warnings"] if "passes over the data" in w]

@@ -12,7 +12,8 @@ import pytest
 import tensorflow as tf
 
 from trainstack.callbacks import ModelSaver
-from trainstack.towers import OfflinePredictor, PredictConfig, SimpleTrainer, TowerFunc
+from trainstack.inputs import InputSignatureError
+from trainstack.towers import OfflinePredictor, PredictConfig, SimpleTrainer, TowerFunc, export_saved_model
 
 # Run in a fresh interpreter: load the shared TinyClassifier from the conftest file, restore the
 # checkpoint with OfflinePredictor, write its outputs.
@@ -76,16 +77,29 @@ def test_offline_predictor_in_a_new_process_matches_get_predictor(trained, class
 def test_offline_predictor_in_process_and_return_input(trained, classifier, make_df):
     trainer, ckpt = trained
     x, label = make_df(1, batch=6, seed=3)[0]
-    config = PredictConfig(model=classifier(), input_names=["x"], output_names=["logits", "accuracy"],
+    config = PredictConfig(model=classifier(), input_names=["x", "label"], output_names=["logits", "accuracy"],
                            session_init=ckpt, return_input=True)
     predictor = OfflinePredictor(config)
-    inputs, (logits, accuracy) = predictor(x)
-    assert inputs[0] is x
+    inputs, (logits, accuracy) = predictor(x, label)
+    assert inputs[0] is x and inputs[1] is label
     np.testing.assert_allclose(logits, trainer.get_predictor(["x"], ["logits"])(x)[0], rtol=1e-6, atol=1e-6)
-    assert accuracy.shape == ()  # computed against zero labels: the left-out input gets zeros
+    assert accuracy == pytest.approx(np.mean(np.argmax(logits, 1) == label))
     assert set(predictor.checkpoint_objects) == {"model"}
     # the tower is built in inference mode
     assert config.tower_func.towers["predict_tower"].ctx.is_training is False
+
+
+def test_an_output_that_needs_a_left_out_input_is_refused(classifier, trained, tmp_path):
+    _, ckpt = trained
+    config = PredictConfig(model=classifier(), input_names=["x"], output_names=["logits", "accuracy"],
+                           session_init=ckpt)
+    with pytest.raises(InputSignatureError, match=r"output 'accuracy' is computed from \['label'\], not among "
+                                                  r"input_names \['x'\]"):
+        OfflinePredictor(config)
+    only_x = PredictConfig(model=classifier(), input_names=["x"], output_names=["accuracy"], session_init=ckpt)
+    with pytest.raises(InputSignatureError, match=r"output 'accuracy' is computed from \['label'\]"):
+        export_saved_model(only_x, tmp_path / "export")
+    assert not (tmp_path / "export").exists()
 
 
 def test_tower_func_forms():

@@ -54,9 +54,22 @@ def test_inputs_left_out_are_zeros_shaped_by_the_given_batch(trained, make_df):
     x = make_df(1, batch=7)[0][0]
     logits, = trainer.get_predictor("x", "logits")(x)  # label (not needed for logits) gets zeros
     assert logits.shape == (7, 2)
-    # accuracy depends on the zero labels: it is the fraction predicted as class 0
-    accuracy, = trainer.get_predictor(["x"], ["accuracy"])(x)
-    assert accuracy == pytest.approx(np.mean(np.argmax(logits, 1) == 0))
+    np.testing.assert_allclose(logits, x @ model.fc.kernel.numpy() + model.fc.bias.numpy(), rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("outputs", [["accuracy"], ["logits", "accuracy"], ["cost"]])
+def test_an_output_computed_from_a_left_out_input_is_refused_when_the_predictor_is_built(trained, outputs):
+    # accuracy and cost compare with the labels: zeros in their place would give a number, silently wrong
+    trainer, _ = trained
+    with pytest.raises(InputSignatureError) as err:
+        trainer.get_predictor(["x"], outputs)
+    needing = [name for name in outputs if name != "logits"]
+    for name in needing:
+        assert f"output {name!r} is computed from ['label']" in str(err.value)
+    assert "'logits'" not in str(err.value).split("not among")[0]  # logits does not need the label
+    assert "add them to input_names" in str(err.value)
+    # given the label, the same outputs are fine
+    assert len(trainer.get_predictor(["x", "label"], outputs).output_names) == len(outputs)
 
 
 def test_bad_arrays_name_the_input_and_its_spec(trained, make_df):

@@ -8,10 +8,13 @@ the selected inputs.
 
 Inputs the tower function takes but ``input_names`` leaves out are given
 zeros: shaped by their spec, whose first dimension may be unknown, then
-taking the batch size of the first given input that has one. The outputs
-asked for should not depend on them. When such a shape cannot be derived
-(other unknown dimensions, or no given input with a batch dimension) the
-predictor refuses to be built, naming the input.
+taking the batch size of the first given input that has one. None of the
+outputs asked for may be computed from them (as in tensorpack, where such an
+output needed an unfed placeholder): the traced graph is walked back from each
+output, and one that reaches a left-out input makes the predictor refuse to be
+built, naming both. When a left-out input's shape cannot be derived (other
+unknown dimensions, or no given input with a batch dimension) the predictor
+refuses to be built too, naming the input.
 
 An input name may also name a tensor made inside the tower with
 ``tf.compat.v1.placeholder_with_default(default, shape, name=...)`` (an
@@ -86,11 +89,13 @@ class OnlinePredictor:
             return
         self.input_signature = tuple(by_name[n] for n in self.input_names)
         fillers = self._plan_fillers(signature)
+        filled: dict[str, tf.Tensor] = {}  # the zeros given to each left-out input, when traced
 
         def predict(*given: tf.Tensor) -> list[tf.Tensor]:
             values = dict(zip(self.input_names, given))
             batch = next((tf.shape(t)[0] for t in given if t.shape.rank), None)
-            inputs = [values[s.name] if s.name in values else fillers[s.name](batch) for s in signature]
+            filled.update({name: fill(batch) for name, fill in fillers.items()})
+            inputs = [values.get(s.name, filled.get(s.name)) for s in signature]
             with summary_collection_scope(None), TowerContext(tower_name, is_training=False, index=index):
                 tower_func(*inputs)
             handle = tower_func.towers[tower_name]
@@ -99,7 +104,9 @@ class OnlinePredictor:
         placement = tf.device(device) if device else contextlib.nullcontext()
         with placement:
             self._fn = tf.function(predict, input_signature=list(self.input_signature))
-            self._fn.get_concrete_function()  # build now: a bad name or a new variable fails here
+            # build now: a bad name, a new variable or an output that needs a left-out input fails here
+            outputs = self._fn.get_concrete_function().structured_outputs
+        self._refuse_outputs_of_left_out_inputs(outputs, filled)
 
     def _build_with_inner_inputs(self, inner: list[str], index: int) -> None:
         """Build a predictor some of whose inputs are ``placeholder_with_default`` tensors inside
@@ -141,6 +148,10 @@ class OnlinePredictor:
         self.input_signature = tuple(
             by_name[n] if n in by_name else tf.TensorSpec(feeds[n].shape, feeds[n].dtype, n)
             for n in self.input_names)
+        self._refuse_outputs_of_left_out_inputs(
+            wrapped.structured_outputs,
+            {spec.name: ph for spec, ph in zip(signature, placeholders) if spec.name not in self.input_names},
+            fed=list(feeds.values()))
         pruned = wrapped.prune(feeds=[*placeholders, *feeds.values()], fetches=wrapped.structured_outputs)
         given_specs = self.input_signature
         names = self.input_names
@@ -173,6 +184,21 @@ class OnlinePredictor:
         output tensors. For composing the predictor into other functions (e.g. an export)."""
         return self._fn
 
+    def _refuse_outputs_of_left_out_inputs(self, outputs: Sequence[tf.Tensor], left_out: dict[str, tf.Tensor],
+                                           fed: Sequence[tf.Tensor] = ()) -> None:
+        """Raise if an output (a graph tensor, in ``output_names`` order) is computed from one of
+        ``left_out`` (input name -> the graph tensor standing for it): it would be computed from
+        zeros. The walk follows the ops' data inputs back; tensors in ``fed`` are given values, so
+        the walk stops there."""
+        needs = {name: deps for name, out in zip(self.output_names, outputs)
+                 if (deps := _reached(out, left_out, stop=fed))}
+        if needs:
+            said = "; ".join(f"output {name!r} is computed from {deps}" for name, deps in needs.items())
+            raise InputSignatureError(
+                f"predictor {self.tower_name!r}: {said}, not among input_names {self.input_names} (they "
+                f"would be zeros, and the outputs meaningless); add them to input_names, or ask only for "
+                f"outputs that do not need them")
+
     def _plan_fillers(self, signature: Sequence[tf.TensorSpec]) -> dict[str, Any]:
         has_batch = any(s.shape.rank for s in self.input_signature)
         fillers = {}
@@ -204,3 +230,22 @@ class OnlinePredictor:
     def __repr__(self) -> str:
         return (f"OnlinePredictor({self.tower_name!r}, inputs={self.input_names}, "
                 f"outputs={self.output_names})")
+
+
+def _reached(output: tf.Tensor, sources: dict[str, tf.Tensor], stop: Sequence[tf.Tensor] = ()) -> list[str]:
+    """The names of ``sources`` that ``output`` is computed from, following data inputs back through
+    its graph (an op that calls a function, e.g. a loop, counts as using all its inputs) and not
+    past the tensors of ``stop``."""
+    named = {t.ref(): name for name, t in sources.items()}
+    seen = {t.ref() for t in stop}
+    todo, found = [output], set()
+    while todo:
+        tensor = todo.pop()
+        if tensor.ref() in seen:
+            continue
+        seen.add(tensor.ref())
+        if tensor.ref() in named:
+            found.add(named[tensor.ref()])
+        else:
+            todo.extend(tensor.op.inputs)
+    return sorted(found)

@@ -56,7 +56,9 @@ class TrainConfig:
     - ``starting_epoch`` (default 1), ``max_epoch`` (default 99999; the number of the
       last epoch, included), ``steps_per_epoch``: default the input's size (one pass
       of the data), computed here so that an input of unknown size fails now. With
-      K towers a step takes K batches: divide it by K if an epoch should stay one pass.
+      K towers a step takes K batches, so the default epoch is K passes over the data
+      (tensorpack's rule; a warning says so when training starts): divide it by K if
+      an epoch should stay one pass.
     - ``runtime``: a :class:`RuntimeConfig` (threads, soft placement, GPU memory
       growth, XLA), applied by ``launch_train_with_config`` before anything else.
       It replaces TF1's ``session_config``/``session_creator``, which are refused.
@@ -93,6 +95,8 @@ class TrainConfig:
             None if session_init is None else SmartInit(session_init))
         self.starting_epoch = _check_int("starting_epoch", starting_epoch)
         self.max_epoch = _check_int("max_epoch", max_epoch)
+        #: whether steps_per_epoch is the input's size because none was given
+        self.steps_per_epoch_is_default = steps_per_epoch is None
         if steps_per_epoch is None:
             steps_per_epoch = self._input_size()
         elif _check_int("steps_per_epoch", steps_per_epoch) == 0:

@@ -84,6 +84,8 @@ def launch_train_with_config(config: TrainConfig, trainer: SingleCostTrainer) ->
     source = apply_default_prefetch(config.data if config.data is not None else config.dataflow,
                                     trainer)
     trainer.setup_graph(model.get_input_signature(), source, model.build_graph, model.get_optimizer)
+    if config.steps_per_epoch_is_default:
+        trainer.announce_default_epoch(config.steps_per_epoch)
     trainer.train_with_defaults(
         callbacks=config.callbacks, monitors=config.monitors, extra_callbacks=config.extra_callbacks,
         session_init=config.session_init, steps_per_epoch=config.steps_per_epoch,

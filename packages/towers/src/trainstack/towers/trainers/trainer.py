@@ -264,8 +264,27 @@ class TowerTrainer(Trainer):
     def default_monitors(self) -> list[MonitorBase]:
         return DEFAULT_MONITORS()
 
+    @property
+    def num_towers(self) -> int:
+        """Training towers per step, each on its own batch: 1, K on the multi-GPU trainers."""
+        return 1
+
     def _default_steps_per_epoch(self) -> int:
-        return self.input.size()
+        steps = self.input.size()
+        self.announce_default_epoch(steps)
+        return steps
+
+    def announce_default_epoch(self, steps_per_epoch: int) -> None:
+        """Warn, when a step takes a batch per tower, that the default ``steps_per_epoch`` (one
+        step per batch of the input, tensorpack's rule) makes an epoch K passes over the data,
+        and say how to get one pass."""
+        k = self.num_towers
+        if k > 1:
+            logger.warning(
+                "%s trains %d towers, each on its own batch: the default steps_per_epoch=%d (the "
+                "input's size) makes an epoch %d passes over the data. For one pass per epoch, pass "
+                "steps_per_epoch=%d (to TrainConfig or train_with_defaults).",
+                type(self).__name__, k, steps_per_epoch, k, max(1, steps_per_epoch // k))
 
 
 class TowerResult(NamedTuple):
