@@ -16,8 +16,9 @@ sessions; `nox -s towers` runs one (the `wheels` session first, which it require
 
 Which session runs a test file follows from its folder (`session_of`); the noxfile refuses to
 load when a test file belongs to no session. At the end of a run a table gives each session's
-outcome and time in seconds (nox's own summary rounds to minutes). Arguments after `--` go to pytest; a path among them (`tests/towers/test_trainer.py`)
-replaces the session's own files.
+outcome and time in seconds (nox's own summary rounds to minutes). Arguments after `--` go to
+pytest; test paths among them (`tests/towers/test_trainer.py`) replace the session's own files,
+each session taking its own.
 """
 from __future__ import annotations
 
@@ -157,16 +158,26 @@ def install_wheels(session: nox.Session, *distributions: str) -> None:
 
 def pytest(session: nox.Session, module: str, files: list[str]) -> None:
     """pytest -n auto over `files`, run from the session's temporary folder so that trainstack
-    is imported from site-packages, never from the source tree (checked on `module`). Paths among
-    the arguments after `--` are taken relative to the repository and replace `files`."""
-    args = [str(ROOT / a) if (ROOT / a.split("::")[0]).exists() and a.startswith("tests") else a
-            for a in session.posargs]
-    given_paths = any(a.startswith(str(TESTS)) for a in args)
+    is imported from site-packages, never from the source tree (checked on `module`).
+
+    Test paths among the arguments after `--` (relative to the repository) replace `files`; each
+    session takes those of its own files (and folders), so `nox -s towers distributed -- <a
+    towers file> <a distributed file>` runs each file in its session."""
+    args, paths = [], []
+    for arg in session.posargs:
+        path = ROOT / arg.split("::")[0]
+        if arg.startswith("tests") and path.exists():
+            if path.is_dir() or session_of(path) == session.name:
+                paths.append(str(ROOT / arg))
+        else:
+            args.append(arg)
+    if len(args) < len(session.posargs) and not paths:
+        session.skip("none of the test paths given are this session's")
     session.chdir(session.create_tmp())
     session.run("python", "-c", f"import {module} as m; "
                 "assert 'site-packages' in m.__file__, f'imported from {m.__file__}, not the wheel'")
     session.run("pytest", "-n", "auto", "-c", str(ROOT / "pyproject.toml"), "--rootdir", str(ROOT),
-                *([] if given_paths else files), *args)
+                *(paths or files), *args)
 
 
 # --- the sessions -----------------------------------------------------------------------------
