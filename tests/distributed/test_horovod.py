@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -233,6 +234,10 @@ def test_a_signal_on_one_rank_stops_every_rank_after_the_same_step_and_the_chief
     assert not any("error" in r for r in results), results
     assert load_loop_state(tmp_path / "logs")["global_step"] == 4
     assert "received by another process" in logs[0]
+    # one numbering (the checkpoint's) and the hint that applies to the signal sent
+    for log in logs:
+        assert set(re.findall(r"global step (\d+)", log)) <= {"4"}, log
+    assert ("Ctrl-C again" in logs[1]) == (sig == "INT")
 
 
 @pytest.mark.slow

@@ -10,6 +10,7 @@ first batches concatenated, within RTOL/ATOL of mw_model (1e-5 relative,
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 import time
@@ -142,7 +143,12 @@ def test_a_sigterm_on_one_worker_stops_both_after_the_same_step_and_the_chief_sa
     # worker 1 asked at step 5; the request rode in step 6's all-reduce; both stopped after it
     assert load_loop_state(tmp_path / "worker0")["global_step"] == 6
     assert "received by another process" in outputs[0]
-    assert all("stopping after this step" in out for out in outputs)
+    assert all("training stops before its next step starts" in out for out in outputs)
+    # one numbering: every line that names a step names the one the checkpoint holds
+    for out in outputs:
+        assert set(re.findall(r"global step (\d+)", out)) <= {"6"}, out[-3000:]
+    assert "SIGTERM received: every process stops after the next step" in outputs[1]
+    assert "Ctrl-C" not in outputs[0] + outputs[1]  # the hint that applies to SIGTERM
 
 
 def test_a_dead_worker_makes_the_other_fail_in_bounded_time(tmp_path) -> None:

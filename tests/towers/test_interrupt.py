@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -61,6 +62,14 @@ def test_a_signal_saves_that_step_flushes_and_exits_with_its_status_then_resume_
     name = signal.Signals(sig).name
     assert f"interrupted by {name} after global step 13" in proc.stderr, proc.stderr[-3000:]
     assert "Traceback" not in proc.stderr
+    # sent from a callback after step 13 counted itself: no message may speak of a step 14
+    assert f"{name} received: training stops before its next step starts" in proc.stderr
+    assert set(re.findall(r"global step (\d+)", proc.stderr)) == {"13"}, proc.stderr[-3000:]
+    assert "Model saved to" in proc.stderr and "model-13." in proc.stderr
+    # the hint for a second signal is the one that applies to this signal
+    assert ("Ctrl-C again to exit at once" in proc.stderr) == (sig == signal.SIGINT)
+    if sig == signal.SIGTERM:
+        assert "another SIGTERM is ignored" in proc.stderr
     # a checkpoint of that very step (mid-epoch 2), with the loop state to resume right after it
     state = load_loop_state(str(tmp_path))
     assert (state["global_step"], state["epoch_num"], state["local_step"]) == (13, 2, 2)

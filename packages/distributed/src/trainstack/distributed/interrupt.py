@@ -15,7 +15,7 @@ from typing import Any
 
 import tensorflow as tf
 
-from trainstack.loop import stop_after_this_step
+from trainstack.loop import second_signal_hint, stop_after_this_step
 
 __all__ = ["AgreedInterrupt"]
 
@@ -54,9 +54,9 @@ class AgreedInterrupt:
             return
         self._signal_name = signal_name
         self._stop_request.assign(1.0)
-        logger.warning("%s received during global step %d: every process stops after the next step, "
-                       "then the chief saves (Ctrl-C again to exit at once).", signal_name,
-                       self.global_step + 1)  # type: ignore[attr-defined]
+        logger.warning("%s received: every process stops after the next step (the request travels with "
+                       "its all-reduce); the chief then saves a checkpoint of it %s.", signal_name,
+                       second_signal_hint(signal_name))
 
     def run_step(self) -> None:
         super().run_step()  # type: ignore[misc]

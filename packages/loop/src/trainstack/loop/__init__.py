@@ -5,7 +5,7 @@ Pure Python: nothing here imports a third-party package.
 from .argtools import memoized, memoized_method
 from .callback import HOOKS, Callback
 from .group import Callbacks
-from .interrupt import TrainingInterrupted, stop_after_this_step
+from .interrupt import TrainingInterrupted, second_signal_hint, stop_after_this_step
 from .monitors import MonitorBase, Monitors
 from .run import FetchableStep, RunArgs, RunContext, RunValues, call_step
 from .state import TrainLoop

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterator
 if TYPE_CHECKING:  # pragma: no cover
     from .state import TrainLoop
 
-__all__ = ["TrainingInterrupted", "INTERRUPT_SIGNALS", "stop_after_this_step"]
+__all__ = ["TrainingInterrupted", "INTERRUPT_SIGNALS", "stop_after_this_step", "second_signal_hint"]
 
 logger = logging.getLogger("trainstack.loop")
 
@@ -76,8 +76,20 @@ def interruptible(loop: "TrainLoop", on_interrupt: Callable[[str], None] | None 
 
 
 def stop_after_this_step(loop: "TrainLoop", name: str, why: str = "received") -> None:
-    """Mark ``loop`` as interrupted by signal ``name``: it stops after the step in progress."""
+    """Mark ``loop`` as interrupted by signal ``name``: it stops after the step in progress.
+
+    The line logged here names no step: a signal can land before the step in progress
+    has counted itself or after, so only the loop's stop knows the last step, and the lines
+    logged then (the checkpoint's, the exit's) name it, all with the same number."""
     loop.interrupted = name
     loop.stop_reason = f"{name} {why}"
-    logger.warning("%s %s during global step %d: stopping after this step, then saving and flushing "
-                   "(Ctrl-C again to exit at once).", name, why, loop.global_step + 1)
+    logger.warning("%s %s: training stops before its next step starts; the callbacks then save a "
+                   "checkpoint of the last finished step and flush their stats %s.", name, why,
+                   second_signal_hint(name))
+
+
+def second_signal_hint(name: str) -> str:
+    """What a second signal ``name`` does, in parentheses (see the module docstring)."""
+    if name == "SIGINT":
+        return "(Ctrl-C again to exit at once, without saving)"
+    return f"(another {name} is ignored; SIGKILL ends the process at once, without saving)"
