@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Callable
 
 import nox
+from packaging.requirements import Requirement  # nox depends on packaging
 
 ROOT = Path(__file__).parent
 TESTS = ROOT / "tests"
@@ -138,7 +139,7 @@ def requirements(distribution: str) -> list[str]:
     found: list[str] = []
     with open(SOURCES[distribution] / "pyproject.toml", "rb") as f:
         for req in tomllib.load(f)["project"].get("dependencies", []):
-            name = req.split(">")[0].split("<")[0].split("=")[0].split("[")[0].strip()
+            name = Requirement(req).name
             found += requirements(name) if name in SOURCES else [req]
     return list(dict.fromkeys(found))
 
