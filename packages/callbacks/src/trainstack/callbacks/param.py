@@ -18,6 +18,7 @@ from typing import Any, Callable, Iterable
 
 from trainstack.loop import Callback
 
+from .callback_state import NumbersState
 from .hyperparam import HyperParam, NamedParam
 from .logdir import get_logger_dir
 
@@ -247,6 +248,10 @@ class StatMonitorParamSetter(HyperParamSetter):
     and starts collecting again. Example: decay the learning rate by 5 when ``val-error``
     has not decreased for 5 epochs: ``StatMonitorParamSetter('learning_rate', 'val-error',
     lambda x: x * 0.2, threshold=0, last_k=5)``.
+
+    The values collected are checkpointed by :class:`ModelSaver` (see
+    :mod:`~trainstack.callbacks.callback_state`): a resumed run changes the param when the
+    uninterrupted run would.
     """
 
     _enable_before_train = False
@@ -268,6 +273,25 @@ class StatMonitorParamSetter(HyperParamSetter):
         self.reverse = bool(reverse)
         self.history: deque = deque(maxlen=last_k)
         self._values_seen = 0  # length of the stat's history at the last trigger
+        self._state: NumbersState | None = None
+
+    def checkpoint_state(self) -> NumbersState:
+        """The values collected so far, and whether the monitors' latest value of the
+        statistic is among them, in variables (see callback_state)."""
+        if self._state is None:
+            self._state = NumbersState("StatMonitorParamSetter", history=self.history.maxlen, seen_latest=1)
+        self._state.put("history", self.history)
+        seen = self._values_seen == len(self.trainer.monitors.get_history(self.stat_name))
+        self._state.put("seen_latest", [float(seen)])
+        return self._state
+
+    def load_checkpoint_state(self) -> None:
+        """Continue with the values collected before the checkpoint (the monitors' latest
+        scalars are restored first: a value put after this setter's last trigger is new)."""
+        self.history.clear()
+        self.history.extend(self._state.get("history"))
+        known = len(self.trainer.monitors.get_history(self.stat_name))
+        self._values_seen = known if self._state.get("seen_latest") == [1.0] else max(known - 1, 0)
 
     def _get_value_to_set(self) -> Any:
         history = self.trainer.monitors.get_history(self.stat_name)

@@ -18,7 +18,11 @@ the names are the dict's keys, so plain TensorFlow restores the model with
 loop counters (``trainer.loop.state_dict()``) are stored under
 ``loop_state/<key>`` as scalar variables (int64, or bool for flags), readable
 by any TensorFlow program; :func:`load_loop_state` / :func:`restore_loop_state`
-read them back to resume a run.
+read them back to resume a run. :class:`ModelSaver`'s checkpoints also hold, under
+``monitor_state/``, the monitors' state: the moving averages of ``add_moving_summary``
+and what stateful callbacks (``StatMonitorParamSetter``, ``EarlyStopping``, ...) keep
+across epochs (see :mod:`~trainstack.callbacks.callback_state`); a run resumed from one
+restores it, so its statistics are those of the uninterrupted run.
 
 Files are written by ``tf.train.CheckpointManager`` as
 ``<dir>/model-<global_step>.{index,data-*}`` plus the ``checkpoint`` state
@@ -41,17 +45,20 @@ import tensorflow as tf
 
 from trainstack.loop import Callback, Trainer
 
+from .callback_state import MONITOR_STATE_KEY, MonitorState
 from .logdir import get_logger_dir
 
 __all__ = ["ModelSaver", "MinSaver", "MaxSaver", "load_loop_state", "restore_loop_state",
-           "LOOP_STATE_KEY"]
+           "LOOP_STATE_KEY", "MONITOR_STATE_KEY"]
 
 logger = logging.getLogger("trainstack.callbacks")
 
 #: The checkpoint key under which the loop counters are stored.
 LOOP_STATE_KEY = "loop_state"
 _BEST_STAT_KEY = "best_stat"
-_RESERVED_KEYS = (LOOP_STATE_KEY, _BEST_STAT_KEY, "save_counter")
+_RESERVED_KEYS = (LOOP_STATE_KEY, MONITOR_STATE_KEY, _BEST_STAT_KEY, "save_counter")
+# what says where a run is: a resumed run continues from the checkpoint whose values these are
+_POSITION_KEYS = ("epoch_num", "local_step", "global_step", "epoch_finished")
 _VALUE_SUFFIX = "/.ATTRIBUTES/VARIABLE_VALUE"
 
 # Disk trouble while saving is logged, not raised: a full disk must not kill a long run.
@@ -194,6 +201,17 @@ class ModelSaver(Callback):
     ``max_to_keep`` (None: keep all) and ``keep_checkpoint_every_n_hours`` are those of
     ``tf.train.CheckpointManager``; "keep" means "do not delete", not "create".
     ``checkpoint_dir`` defaults to the logger directory, as in tensorpack.
+
+    A checkpoint also holds the monitors' state (moving averages, callbacks' histories, the
+    monitors' latest scalars; see :mod:`~trainstack.callbacks.callback_state`). When the
+    run resumes (its loop state was loaded, e.g. by ``AutoResumeTrainConfig``) at the
+    position saved in one of this saver's checkpoints, ``before_train`` restores that state
+    from it, so that the run logs what the uninterrupted run would; otherwise it starts
+    afresh (logged). So that a checkpoint holds the state *after* the epoch, wherever
+    ModelSaver stands among the callbacks, one triggered at an epoch's end is written once
+    the epoch's other callbacks have run (the averages put, a param changed): at the next
+    ``before_epoch``, or in ``after_train``. A checkpoint triggered mid-epoch
+    (``PeriodicTrigger(every_k_steps=...)``) is written at once.
     """
 
     def __init__(self, max_to_keep: int | None = 10, keep_checkpoint_every_n_hours: float | None = 0.5,
@@ -217,25 +235,77 @@ class ModelSaver(Callback):
         self.checkpoint_dir = _resolve_dir(self._checkpoint_dir_arg, self.name)
         self._objects = objects = checkpoint_objects_of(self.trainer, self.name)
         self._loop_state = _loop_state_module(self.trainer.loop.state_dict())
-        self.checkpoint = tf.train.Checkpoint(**objects, **{LOOP_STATE_KEY: self._loop_state})
+        self._monitor_state = MonitorState()
+        self.checkpoint = tf.train.Checkpoint(**objects, **{LOOP_STATE_KEY: self._loop_state,
+                                                            MONITOR_STATE_KEY: self._monitor_state})
         self.manager = tf.train.CheckpointManager(
             self.checkpoint, self.checkpoint_dir, max_to_keep=self._max_to_keep,
             keep_checkpoint_every_n_hours=self._keep_every_n_hours, checkpoint_name="model")
+        self._pending: int | None = None  # global_step of an epoch-end checkpoint not written yet
+
+    def _before_train(self) -> None:
+        loop = self.trainer.loop
+        if not loop.resumed or loop.global_step == 0:
+            return
+        path = self._checkpoint_of_position()
+        if path is None:
+            logger.info("%s: the run resumes at global_step %d, but %s holds no checkpoint of that "
+                        "position: moving averages and callbacks' histories start afresh.", self.name,
+                        loop.global_step, self.checkpoint_dir)
+            return
+        MonitorState.restore(self.trainer, path, self.name)
+
+    def _checkpoint_of_position(self) -> str | None:
+        """This saver's checkpoint of the loop's current position (that of a resumed run), or None."""
+        current = self.trainer.loop.state_dict()
+        path = os.path.join(self.checkpoint_dir, f"model-{current['global_step']}")
+        if not tf.io.gfile.exists(path + ".index"):
+            return None
+        try:
+            saved = load_loop_state(path)
+        except (KeyError, ValueError, tf.errors.OpError):
+            return None
+        return path if all(saved.get(k) == current[k] for k in _POSITION_KEYS) else None
 
     def _trigger(self) -> None:
-        self.save()
+        if self.trainer.loop.epoch_finished:
+            # at an epoch's end: written once every callback has run its trigger of the epoch
+            # (the averages put, the params set), at the next before_epoch or in after_train
+            _capture_loop_state(self._loop_state, self.trainer)
+            self._pending = self.global_step
+        else:
+            self.save()
+
+    def _before_epoch(self) -> None:
+        self._write_pending()
 
     def _after_train(self) -> None:
+        self._write_pending()
         loop = self.trainer.loop
         if ((loop.epoch_finished or loop.interrupted) and self.global_step > 0
                 and _checkpoint_number(self.manager.latest_checkpoint) != self.global_step):
             self.save()
 
+    def _write_pending(self) -> None:
+        step, self._pending = self._pending, None
+        if step is None:
+            return
+        if step != self.global_step:  # a wrapper skipped before_epoch and steps ran since
+            logger.warning("%s: the checkpoint of global_step %d was not written: its before_epoch "
+                           "did not run before the next steps (a wrapper skipped it).", self.name, step)
+            return
+        self._write()
+
     def save(self) -> str | None:
         """Write a checkpoint now, numbered by ``global_step``; return its path (None on disk error)."""
+        _capture_loop_state(self._loop_state, self.trainer)
+        return self._write()
+
+    def _write(self) -> str | None:
+        """Write the checkpoint of the loop state captured last and of everything else now."""
         if _refuse_non_finite(self, self._objects, self.checkpoint_dir, self.manager.latest_checkpoint):
             return None
-        _capture_loop_state(self._loop_state, self.trainer)
+        self._monitor_state.capture(self.trainer)
         try:
             path = self.manager.save(checkpoint_number=self.global_step)
         except _SAVE_ERRORS:

@@ -12,6 +12,7 @@ import tensorflow as tf
 from trainstack.loop import Callback, RunContext, RunValues, StopTraining
 
 from ._checks import check_int
+from .callback_state import NumbersState
 from .logdir import get_logger_dir
 
 __all__ = ["TerminateOnNaN", "EarlyStopping"]
@@ -92,6 +93,10 @@ class EarlyStopping(Callback):
     ``min_delta``. On stopping, the epoch's remaining callbacks still run
     (checkpoints of the last epoch are written), then training ends as with
     :class:`StopTraining`. Put it after the callback that computes the statistic.
+
+    The best value, its epoch and the count of bad checks are checkpointed by
+    :class:`ModelSaver` (see :mod:`~trainstack.callbacks.callback_state`): a resumed run
+    stops when the uninterrupted run would.
     """
 
     def __init__(self, monitor: str = "val_loss", mode: str = "min", patience: int = 3,
@@ -109,6 +114,7 @@ class EarlyStopping(Callback):
         self.mode = mode
         self.patience = int(patience)
         self.min_delta = float(min_delta)
+        self._state: NumbersState | None = None
         self._reset()
 
     def _reset(self) -> None:
@@ -118,8 +124,31 @@ class EarlyStopping(Callback):
         self._seen = 0  # how many values of the statistic were already judged
         self._warned = False
 
-    def _before_train(self) -> None:
+    def _setup_graph(self) -> None:
+        # a fresh start for each training; not at before_train, where ModelSaver may already
+        # have restored the state of a resumed run
         self._reset()
+
+    def checkpoint_state(self) -> NumbersState:
+        """The best value, its epoch and the bad checks, in variables (see callback_state)."""
+        if self._state is None:
+            self._state = NumbersState("EarlyStopping", best=1, best_epoch=1, bad_checks=1, seen_latest=1)
+        self._state.put("best", [] if self.best is None else [self.best])
+        self._state.put("best_epoch", [] if self.best_epoch is None else [self.best_epoch])
+        self._state.put("bad_checks", [self.bad_checks])
+        seen = self._seen == len(self.trainer.monitors.get_history(self.monitor))
+        self._state.put("seen_latest", [float(seen)])
+        return self._state
+
+    def load_checkpoint_state(self) -> None:
+        """Continue from the best value and bad checks counted before the checkpoint."""
+        best, best_epoch = self._state.get("best"), self._state.get("best_epoch")
+        self.best = best[0] if best else None
+        self.best_epoch = int(best_epoch[0]) if best_epoch else None
+        self.bad_checks = int(self._state.get("bad_checks")[0])
+        # the monitors' latest scalars are restored first: a value put after the last check is new
+        known = len(self.trainer.monitors.get_history(self.monitor))
+        self._seen = known if self._state.get("seen_latest") == [1.0] else max(known - 1, 0)
 
     def _trigger(self) -> None:
         history = self.trainer.monitors.get_history(self.monitor)

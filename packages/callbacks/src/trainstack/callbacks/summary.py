@@ -203,6 +203,15 @@ class SummaryCollection:
                     values[name] = value
         return values
 
+    def moving_average_state(self) -> tf.Module:
+        """A ``tf.Module`` tracking the variables of each moving average, by name
+        (``averages/<name>/biased`` and ``.../count``): what a checkpoint holds so that the
+        averages of a resumed run continue where they were (see callback_state)."""
+        module = tf.Module(name="moving_averages")
+        module.averages = {name: {"biased": entry.biased, "count": entry.count}
+                           for name, entry in self._snapshot() if isinstance(entry, _MovingAverage)}
+        return module
+
     def summary_values(self) -> list[tuple[str, str, np.ndarray]]:
         """``(name, kind, value)`` of each recorded summary that has a value yet; ``kind`` is
         ``"scalar"``, or ``"histogram"`` with the statistics that :func:`_histogram` turns

@@ -19,6 +19,7 @@ import tensorflow as tf
 
 from trainstack.loop import Callback, RunContext, RunValues
 
+from .callback_state import NumbersState
 from .graph import _fetch_names, _to_numpy
 from .summary import _DEFAULT, _HISTOGRAM_BUCKETS, SummaryCollection, _check_collection
 
@@ -50,6 +51,10 @@ class MovingAverageSummary(Callback):
     ``collection``: the :class:`SummaryCollection` to read (default: the
     trainer's ``summary_collection``, else the process-wide default).
     ``train_op`` (tensorpack: the op to attach the updates to) must be None.
+
+    The averages' variables are checkpointed by :class:`ModelSaver` (see
+    :mod:`~trainstack.callbacks.callback_state`), as tensorpack's were: a resumed run
+    reports the averages of the uninterrupted run.
     """
 
     def __init__(self, collection: SummaryCollection | None = None, train_op: None = None) -> None:
@@ -65,6 +70,13 @@ class MovingAverageSummary(Callback):
     def _trigger(self) -> None:
         for name, value in self.collection.moving_average_values().items():
             self.trainer.monitors.put_scalar(name, value)
+
+    def checkpoint_state(self) -> tf.Module:
+        """The variables of the averages (see callback_state)."""
+        return self.collection.moving_average_state()
+
+    def load_checkpoint_state(self) -> None:
+        """Nothing to do: the averages live in the variables restored."""
 
 
 class _MergeAllSummaries(Callback):
@@ -146,7 +158,9 @@ class SimpleMovingAverage(Callback):
 
     The values are fetched with every step; at each trigger (after each
     epoch by default) the average is put to the monitors as
-    ``<prefix><name>/SMA``.
+    ``<prefix><name>/SMA``. The window is checkpointed by :class:`ModelSaver` (see
+    :mod:`~trainstack.callbacks.callback_state`): a resumed run averages what the
+    uninterrupted run would.
     """
 
     def __init__(self, tensors: str | Sequence[str], window_size: int, prefix: str = "") -> None:
@@ -158,6 +172,21 @@ class SimpleMovingAverage(Callback):
             raise TypeError(f"SimpleMovingAverage(prefix=...) must be a str, got {prefix!r}")
         self._prefix = prefix
         self._window: deque[list[float]] = deque(maxlen=window_size)
+        self._state: NumbersState | None = None
+
+    def checkpoint_state(self) -> NumbersState:
+        """The window's values, oldest first, row by row (see callback_state)."""
+        if self._state is None:
+            self._state = NumbersState("SimpleMovingAverage",
+                                       window=self._window.maxlen * len(self._names))
+        self._state.put("window", [v for row in self._window for v in row])
+        return self._state
+
+    def load_checkpoint_state(self) -> None:
+        """Continue with the window of values fetched before the checkpoint."""
+        flat, n = self._state.get("window"), len(self._names)
+        self._window.clear()
+        self._window.extend(flat[i:i + n] for i in range(0, len(flat) - n + 1, n))
 
     def _before_run(self, ctx: RunContext) -> list[str]:
         return self._names

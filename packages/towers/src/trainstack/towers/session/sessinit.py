@@ -12,8 +12,9 @@ restored and, as warnings, what was missing on either side; the details stay in
   written by ``ModelSaver``/``MinSaver`` or by plain TensorFlow, restored with
   ``tf.train.Checkpoint(**checkpoint_objects).restore(path)``. Values match variables
   by object structure (the names of ``checkpoint_objects`` and the attributes below
-  them), as in TensorFlow; the savers' ``loop_state``/``save_counter``/``best_stat``
-  are not model values and are left alone (see ``restore_loop_state`` to resume).
+  them), as in TensorFlow; the savers' ``loop_state``/``monitor_state``/``save_counter``/
+  ``best_stat`` are not model values and are left alone (see ``restore_loop_state`` to
+  resume; ModelSaver restores ``monitor_state`` itself when a run resumes).
 - :class:`DictRestore`: ``{variable name: array}``, by Keras 3 ``variable.path``
   (``"dense/kernel"``), ``tf.Variable.name`` (a ``":0"`` suffix is optional) or the
   variable's path under ``checkpoint_objects`` (``"w"`` for ``{"w": tf.Variable(...)}``).
@@ -35,7 +36,7 @@ import tensorflow as tf
 from tensorflow.core.protobuf import trackable_object_graph_pb2
 
 from trainstack.callbacks import checkpoint_objects_of
-from trainstack.callbacks.saver import LOOP_STATE_KEY
+from trainstack.callbacks.saver import LOOP_STATE_KEY, MONITOR_STATE_KEY
 
 __all__ = ["InitReport", "SessionInit", "JustCurrentSession", "CheckpointInit", "SaverRestore",
            "SaverRestoreRelaxed", "DictRestore", "ChainInit", "SmartInit", "get_model_loader"]
@@ -44,7 +45,7 @@ logger = logging.getLogger("trainstack.towers")
 
 # Written next to the model by the callbacks layer's savers (and tf.train.Checkpoint.save):
 # bookkeeping, not model values, so never reported as "unused".
-_SAVER_KEYS = frozenset({LOOP_STATE_KEY, "save_counter", "best_stat"})
+_SAVER_KEYS = frozenset({LOOP_STATE_KEY, MONITOR_STATE_KEY, "save_counter", "best_stat"})
 _OBJECT_GRAPH_KEY = "_CHECKPOINTABLE_OBJECT_GRAPH"
 _VALUE_SUFFIX = "/.ATTRIBUTES/VARIABLE_VALUE"
 
