@@ -27,8 +27,8 @@ import tensorflow as tf
 from ..tower.model_desc import ModelDescBase
 from .predictor import OnlinePredictor
 from ..session.runtime import reject_session_args
-from ..session.sessinit import (ChainInit, CheckpointInit, DictRestore, SessionInit, SmartInit, _display_name,
-                       _variables)
+from ..session.sessinit import (SAVER_KEYS, ChainInit, CheckpointInit, DictRestore, SessionInit, SmartInit,
+                                _display_name, _variables)
 from ..tower.tower import TowerFunc
 
 __all__ = ["PredictConfig", "OfflinePredictor"]
@@ -140,7 +140,7 @@ def _source_keys(init: SessionInit) -> list[str]:
         return [k for i in init.inits for k in _source_keys(i)]
     if isinstance(init, CheckpointInit):
         return [name.removesuffix("/.ATTRIBUTES/VARIABLE_VALUE") for name, _ in tf.train.list_variables(init.path)
-                if not name.startswith(("_CHECKPOINTABLE", "loop_state/", "save_counter"))]
+                if not name.startswith("_CHECKPOINTABLE") and name.split("/")[0] not in SAVER_KEYS]
     if isinstance(init, DictRestore):
         return sorted(init._values)
     return []

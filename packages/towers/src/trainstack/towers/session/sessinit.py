@@ -45,7 +45,7 @@ logger = logging.getLogger("trainstack.towers")
 
 # Written next to the model by the callbacks layer's savers (and tf.train.Checkpoint.save):
 # bookkeeping, not model values, so never reported as "unused".
-_SAVER_KEYS = frozenset({LOOP_STATE_KEY, MONITOR_STATE_KEY, "save_counter", "best_stat"})
+SAVER_KEYS = frozenset({LOOP_STATE_KEY, MONITOR_STATE_KEY, "save_counter", "best_stat"})
 _OBJECT_GRAPH_KEY = "_CHECKPOINTABLE_OBJECT_GRAPH"
 _VALUE_SUFFIX = "/.ATTRIBUTES/VARIABLE_VALUE"
 
@@ -325,7 +325,7 @@ class CheckpointInit(SessionInit):
 
     def _run_init(self, trainer: Any) -> InitReport:
         objects = checkpoint_objects_of(trainer, repr(self))
-        objects = {k: v for k, v in objects.items() if k not in _SAVER_KEYS}
+        objects = {k: v for k, v in objects.items() if k not in SAVER_KEYS}
         reader = tf.train.load_checkpoint(self.path)
         graph = _read_object_graph(reader, self.path)
         shapes = reader.get_variable_to_shape_map()
@@ -340,7 +340,7 @@ class CheckpointInit(SessionInit):
         report.unused = sorted(
             attr.checkpoint_key.removesuffix(_VALUE_SUFFIX)
             for node_id, node in enumerate(graph.nodes) if node_id not in matched
-            for attr in node.attributes if attr.checkpoint_key.split("/")[0] not in _SAVER_KEYS)
+            for attr in node.attributes if attr.checkpoint_key.split("/")[0] not in SAVER_KEYS)
 
         ignored = frozenset(self._ignored_ids(objects, reachable, found))
         candidates = _restored_variables(graph, _match(graph, objects, ignored)) if ignored else found

@@ -8,7 +8,10 @@ Switching from SimpleTrainer to data-parallel training is one line::
 Each of the ``len(trainer.devices)`` training towers ``tower0 ..`` is built on
 its device and takes its own batch from the InputSource (set up with
 ``num_towers=K``), so one step trains on ``K`` batches: the total batch is
-``batch x K``, and no batch reaches two towers. Only ``tower0`` is the main
+``batch x K``, and no batch reaches two towers. So the default ``steps_per_epoch`` (the
+input's size, tensorpack's rule) makes an epoch ``K`` passes over the data; training
+then starts with a warning that says so and gives the steps of one pass (the input's
+size divided by ``K``). Only ``tower0`` is the main
 training tower (its summaries are recorded, callbacks fetch its tensors).
 The trainers differ in where the variables live and how the towers'
 gradients reach them:
