@@ -14,8 +14,9 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from trainstack.inputs import (InputError, InputReader, InputWorkerError, MultiProcessDataFlow,
-                               MultiProcessInput)
+from trainstack.dataflow import MultiProcessMapData, MultiProcessRunner
+from trainstack.inputs import (FeedInput, InputError, InputReader, InputWorkerError, MultiProcessDataFlow,
+                               MultiProcessInput, QueueInput)
 from trainstack.loop import Callback
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -131,6 +132,49 @@ def test_workers_stop_when_training_crashes():
     with pytest.raises(RuntimeError, match="the model failed"):
         InputReader(source, SIGNATURE).read(callbacks=[Crash()])
     assert_no_worker_left(source.dataflow.workers)
+
+
+@pytest.mark.parametrize("make", [
+    lambda: MultiProcessDataFlow(mp_dataflows.IdFlow(100_000, delay=0.002), 2),
+    lambda: MultiProcessRunner(mp_dataflows.IdFlow(100_000, delay=0.002), 1, 2),
+    lambda: MultiProcessMapData(mp_dataflows.IdFlow(100_000), 2, mp_dataflows.slow_if_odd, buffer_size=4),
+], ids=["MultiProcessDataFlow", "MultiProcessRunner", "MultiProcessMapData"])
+def test_a_dead_worker_stops_its_siblings_before_the_error_is_raised(make):
+    df = make()
+    try:
+        it = iter(df)
+        next(it)
+        victim, sibling = df.workers
+        os.kill(victim.pid, signal.SIGKILL)
+        with pytest.raises(InputWorkerError, match=rf"\(pid {victim.pid}\) died .*SIGKILL"):
+            for _ in it:
+                pass
+        # by the time the caller sees the error: the sibling is joined, every pipe closed
+        assert sibling.exitcode is not None and not sibling.is_alive()
+        assert all(w.conn.closed for w in df._workers)
+        assert [p.exitcode for p in df.workers] == [victim.exitcode, sibling.exitcode]
+        assert mp.active_children() == []
+        # a failed stream does not silently start over: it needs reset_state()
+        with pytest.raises(InputError, match=r"stopped because an iteration failed .*reset_state\(\)"):
+            next(iter(df))
+        df.reset_state()
+        next(iter(df))
+    finally:
+        df.close()
+    assert mp.active_children() == []
+
+
+@pytest.mark.parametrize("wrap", [FeedInput, QueueInput], ids=["FeedInput", "QueueInput"])
+def test_inputs_stop_the_workers_of_their_dataflow_when_training_crashes(wrap):
+    class Crash(Callback):
+        def _trigger_step(self):
+            if self.global_step == 2:
+                raise RuntimeError("the model failed")
+
+    df = MultiProcessDataFlow(mp_dataflows.IdFlow(1000), 2)
+    with pytest.raises(RuntimeError, match="the model failed"):
+        InputReader(wrap(df), SIGNATURE).read(callbacks=[Crash()])
+    assert_no_worker_left(df.workers)
 
 
 def test_unsendable_datapoints_and_unpicklable_dataflows_get_clear_errors():

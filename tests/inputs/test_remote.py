@@ -221,6 +221,19 @@ def test_errors_of_the_server_and_its_going_away_reach_the_client():
         assert time.monotonic() - start < 3
 
 
+def test_a_failed_iteration_disconnects_before_the_error_is_raised():
+    address = rogue_server(hello(), data(0), b"\xc1garbage")  # lingers until the client leaves
+    with RemoteDataFlow(address, KEY) as flow:
+        it = iter(flow)
+        assert int(next(it)[0]) == 0
+        with pytest.raises(FrameError, match="malformed"):
+            next(it)
+        assert flow._conn is None  # the socket is closed by the time the caller sees the error
+        # the stream does not silently start over on a new connection: that needs reset_state()
+        with pytest.raises(InputError, match=r"disconnected because an iteration failed .*reset_state\(\)"):
+            next(iter(flow))
+
+
 def test_connection_problems_and_bad_arguments():
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))

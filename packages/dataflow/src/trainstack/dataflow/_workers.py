@@ -46,7 +46,7 @@ _hook_lock = threading.Lock()
 @dataclasses.dataclass
 class Worker:
     index: int
-    process: BaseProcess
+    process: BaseProcess | ExitedProcess  # ExitedProcess once stopped
     conn: Connection
     pass_num: int = 0  # the pass its next frame belongs to (stream workers)
     in_flight: int = 0  # tasks sent and not yet answered (map workers)
@@ -164,12 +164,37 @@ def start_workers(who: str, start_method: str, target: Callable[..., None], work
     return workers
 
 
+@dataclasses.dataclass(frozen=True)
+class ExitedProcess:
+    """What a stopped worker keeps of its process once it was joined: its pid, name and exit
+    code. The :class:`multiprocessing.Process` handle is dropped, so that its sentinel
+    descriptor is released with it."""
+
+    pid: int | None
+    name: str
+    exitcode: int | None
+
+    def is_alive(self) -> bool:
+        return False
+
+    def join(self, timeout: float | None = None) -> None:
+        """Nothing to wait for: it was joined when it was stopped."""
+
+    @property
+    def sentinel(self) -> int:
+        raise ValueError(f"worker process {self.pid} was stopped and closed")
+
+
 def stop_workers(workers: list[Worker], timeout: float = 5.0) -> None:
-    """Terminate and join ``workers`` (killing those that do not stop); close their pipes."""
-    for w in workers:
+    """Terminate and join ``workers`` (killing those that do not stop); close their pipes and
+    drop their process handles, so that no process and no descriptor of theirs is left.
+
+    Each ``Worker.process`` becomes an :class:`ExitedProcess`. Safe to call twice."""
+    live = [w for w in workers if isinstance(w.process, BaseProcess)]
+    for w in live:
         if w.process.is_alive():
             w.process.terminate()
-    for w in workers:
+    for w in live:
         w.process.join(timeout)
         if w.process.is_alive():
             logger.warning("dataflow worker %s (pid %s) ignored SIGTERM; killing it", w.index, w.process.pid)
@@ -177,6 +202,15 @@ def stop_workers(workers: list[Worker], timeout: float = 5.0) -> None:
             w.process.join(timeout)
     for w in workers:
         w.conn.close()
+    for w in live:
+        process = w.process
+        if process.is_alive():  # not even SIGKILL stopped it within the timeout: keep its handle
+            logger.error("dataflow worker %s (pid %s) is still running after SIGKILL", w.index, process.pid)
+            continue
+        # Drop our handle rather than close() it: multiprocessing closes its sentinel descriptor
+        # when the handle is collected (at once, unless the caller kept it from ``workers``, in
+        # which case it still answers exitcode and is_alive()).
+        w.process = ExitedProcess(process.pid, process.name, process.exitcode)
 
 
 def receive(who: str, w: Worker, count: int, closing: bool, during: str = "") -> dict[str, Any]:
@@ -232,6 +266,10 @@ class WorkerProcesses:
 
     Workers start on :meth:`reset_state` (or the first iteration) and stop on :meth:`close`,
     when the object is collected, or at exit; they also exit when the trainer's process dies.
+    An iteration that fails (a worker dies or sends an error, a malformed frame, an error or an
+    interrupt while reading) stops *every* worker, joins them and closes their pipes before
+    the error leaves it; this object then refuses to iterate until :meth:`reset_state` starts
+    new workers, so that a failed stream never silently restarts from its beginning.
     """
 
     def _init_workers(self, start_method: str) -> None:
@@ -242,11 +280,12 @@ class WorkerProcesses:
         self._workers: list[Worker] = []
         self._running = False
         self._closing = False
+        self._failed: str | None = None  # why the workers were stopped by a failed iteration
         self._finalizer: weakref.finalize | None = None
 
     @property
-    def workers(self) -> tuple[BaseProcess, ...]:
-        """The worker processes of the latest start (alive or not)."""
+    def workers(self) -> tuple[BaseProcess | ExitedProcess, ...]:
+        """The worker processes of the latest start (alive, or :class:`ExitedProcess` once stopped)."""
         return tuple(w.process for w in self._workers)
 
     def _start(self, target: Callable[..., None], worker_kwargs: list[dict], main_ref: str | None,
@@ -255,11 +294,41 @@ class WorkerProcesses:
         workers = start_workers(self.name, self.start_method, target, worker_kwargs, main_ref,
                                 duplex=duplex)
         self._workers = workers
-        self._running, self._closing = True, False
+        self._running, self._closing, self._failed = True, False, None
         self._finalizer = weakref.finalize(self, stop_workers, workers)
 
+    def _ensure_started(self) -> None:
+        """Start the workers unless they run; refuse when a failure stopped them."""
+        if self._failed is not None:
+            raise InputError(f"{self.name}: its workers were stopped because an iteration failed "
+                             f"({self._failed}); call reset_state() to start new workers")
+        if not self._running:
+            self.reset_state()  # type: ignore[attr-defined]
+
+    @contextlib.contextmanager
+    def _reading(self) -> Iterator[None]:
+        """Wrap an iteration's reading: any error stops all the workers before it propagates.
+
+        An iteration abandoned by its caller (GeneratorExit) leaves the workers running: the
+        next iteration goes on. An error while :meth:`close` (from another thread) tears the
+        pipes down reads as "closed while it was being read"."""
+        try:
+            yield
+        except GeneratorExit:
+            raise
+        except BaseException as e:
+            if self._closing:  # closed by the caller (MultiProcessInput.stop, close())
+                self.close()
+                if isinstance(e, (OSError, ValueError, EOFError)):
+                    raise InputError(f"{self.name} was closed while it was being read") from e
+                raise
+            self._failed = f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"
+            self.close()
+            raise
+
     def close(self) -> None:
-        """Stop the workers (terminate, join, close the pipes). Safe to call twice."""
+        """Stop the workers (terminate, join, close the pipes, drop the process handles). Safe to call
+        twice, and from another thread than the one iterating."""
         self._closing = True
         self._running = False
         if self._finalizer is not None:

@@ -27,7 +27,7 @@ from typing import Any, Callable, Iterator
 from ._worker import run_worker
 from ._workers import WorkerProcesses, pickle_payload, receive, worker_failure, worker_seeds
 from .base import ProxyDataFlow
-from .errors import FrameError, InputError
+from .errors import FrameError
 from .protocol import dataflow_len_or_none
 
 __all__ = ["MultiProcessDataFlow", "MultiProcessRunner", "MultiProcessRunnerZMQ", "PrefetchData",
@@ -66,7 +66,9 @@ class MultiProcessDataFlow(WorkerProcesses):
     :meth:`close`, when this object is collected, or at exit; they also exit
     when the trainer's process dies. A worker that fails or dies makes the
     iteration raise :class:`InputWorkerError` (its traceback, or its exit code)
-    as soon as it happens. Iterate from one thread at a time.
+    as soon as it happens, after every worker was stopped and joined and its pipe
+    closed; the dataflow then refuses to iterate until :meth:`reset_state`.
+    Iterate from one thread at a time.
 
     ``start_method`` is multiprocessing's; ``"spawn"`` (the default) is the safe
     one once TensorFlow is loaded, ``"fork"`` starts fastest but is unsafe once
@@ -119,11 +121,10 @@ class MultiProcessDataFlow(WorkerProcesses):
 
     def __iter__(self) -> Iterator[Any]:
         """The datapoints of the next pass, from all workers."""
-        if not self._running:
-            self.reset_state()
+        self._ensure_started()
         pass_num, self._next_pass = self._next_pass, self._next_pass + 1
         workers = self._workers
-        try:
+        with self._reading():  # any failure stops every worker before it propagates
             while True:
                 pending = [w for w in workers if w.pass_num <= pass_num]
                 if not pending:
@@ -141,10 +142,6 @@ class MultiProcessDataFlow(WorkerProcesses):
                     elif frame["pass_num"] == pass_num:
                         yield frame["datapoint"]
                     # else: a datapoint of an earlier pass whose iteration was abandoned midway
-        except (OSError, ValueError, EOFError) as e:
-            if self._closing:
-                raise InputError(f"{self.name} was closed while it was being read") from e
-            raise
 
     def _receive(self, w) -> dict[str, Any]:
         frame = receive(self.name, w, self.num_workers, self._closing, f" during pass {w.pass_num}")
@@ -193,11 +190,10 @@ class MultiProcessRunner(WorkerProcesses, ProxyDataFlow):
         self._start(run_worker, kwargs, main_ref)
 
     def __iter__(self) -> Iterator[Any]:
-        if not self._running:
-            self.reset_state()
+        self._ensure_started()
         remaining = dataflow_len_or_none(self.ds)  # None: endless
         workers = self._workers
-        try:
+        with self._reading():  # any failure stops every worker before it propagates
             while remaining is None or remaining > 0:
                 ready = set(wait([w.conn for w in workers] + [w.process.sentinel for w in workers]))
                 for w in workers:
@@ -214,10 +210,6 @@ class MultiProcessRunner(WorkerProcesses, ProxyDataFlow):
                         remaining -= 1
                         if remaining == 0:
                             return
-        except (OSError, ValueError, EOFError) as e:
-            if self._closing:
-                raise InputError(f"{self.name} was closed while it was being read") from e
-            raise
 
 
 class MultiProcessRunnerZMQ(MultiProcessRunner):

@@ -28,7 +28,7 @@ from ._worker import run_map_worker
 from ._workers import Worker, WorkerProcesses, pickle_payload, receive, worker_failure, worker_seeds
 from .base import ProxyDataFlow
 from .codec import encode_frame
-from .errors import FrameError, InputError
+from .errors import FrameError
 from .protocol import repeat_passes, reset_dataflow
 
 __all__ = ["MultiProcessMapData", "MultiProcessMapDataZMQ", "MultiThreadMapData"]
@@ -89,21 +89,16 @@ class MultiProcessMapData(WorkerProcesses, ProxyDataFlow):
         self._source = None
 
     def __iter__(self) -> Iterator[Any]:
-        if not self._running:
-            self.reset_state()
-        if self.strict:
-            self._drain()  # results of a pass abandoned midway do not belong to this one
-            source = iter(self.ds)
-        else:
-            if self._source is None:
-                self._source = repeat_passes(self.ds, f"the dataflow of {self.name}")
-            source = self._source
-        try:
+        self._ensure_started()
+        with self._reading():  # any failure stops every worker before it propagates
+            if self.strict:
+                self._drain()  # results of a pass abandoned midway do not belong to this one
+                source = iter(self.ds)
+            else:
+                if self._source is None:
+                    self._source = repeat_passes(self.ds, f"the dataflow of {self.name}")
+                source = self._source
             yield from self._map(source)
-        except (OSError, ValueError, EOFError) as e:
-            if self._closing:
-                raise InputError(f"{self.name} was closed while it was being read") from e
-            raise
 
     def _map(self, source: Iterator[Any]) -> Iterator[Any]:
         workers = self._workers

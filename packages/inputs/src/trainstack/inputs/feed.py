@@ -8,7 +8,7 @@ import tensorflow as tf
 from trainstack.loop import Callback, RunArgs, RunContext
 
 from .base import InputSource, feed_name
-from .dataflow import dataflow_size, numbered_passes, reset_dataflow
+from .dataflow import close_workers, dataflow_size, numbered_passes, reset_dataflow
 from .signature import check_datapoint_at
 
 __all__ = ["FeedInput"]
@@ -62,12 +62,19 @@ class FeedInput(InputSource):
                 feeds[feed_name(spec.name, k)] = arr
         return feeds
 
+    def close(self) -> None:
+        """Drop the iterator and stop the dataflow's worker processes (:func:`close_workers`);
+        the next ``reset_state()`` starts them again."""
+        self._iterator = None
+        close_workers(self.dataflow)
+
     def _get_callbacks(self) -> list[Callback]:
         return [_FeedCallback(self)]
 
 
 class _FeedCallback(Callback):
-    """Gives each hooked run the next batch of a FeedInput."""
+    """Gives each hooked run the next batch of a FeedInput; closes it after training (ended or
+    failed), so that the worker processes of its dataflow stop with training."""
 
     needs_every_step = True  # one batch per feed: a step function looping over steps would reuse it
 
@@ -79,3 +86,6 @@ class _FeedCallback(Callback):
 
     def _before_run(self, ctx: RunContext) -> RunArgs:
         return RunArgs(feeds=self.source.next_feeds())
+
+    def _after_train(self) -> None:
+        self.source.close()

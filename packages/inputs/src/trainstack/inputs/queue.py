@@ -17,7 +17,7 @@ import tensorflow as tf
 from trainstack.loop import Callback
 
 from .base import FeedfreeInput
-from .dataflow import dataflow_size, numbered_passes, reset_dataflow
+from .dataflow import close_workers, dataflow_size, numbered_passes, reset_dataflow
 from .signature import check_datapoint_at
 
 __all__ = ["QueueInput"]
@@ -29,8 +29,9 @@ class QueueInput(FeedfreeInput):
     """Enqueue datapoints of ``dataflow`` from a thread into a ``tf.queue.FIFOQueue`` of
     ``queue_size`` elements; each tower dequeues its own element.
 
-    The thread starts before training and stops after it; the queue is closed
-    then, so a QueueInput serves one training run. If the thread fails (a
+    The thread starts before training and stops after it, with the worker
+    processes of the dataflow (a MultiProcessDataFlow's, say); the queue is
+    closed then, so a QueueInput serves one training run. If the thread fails (a
     datapoint that disagrees with the signature, an error in the dataflow), the
     queue is closed, training stops at the next dequeue, and the error is
     raised from ``after_train`` with the thread's traceback.
@@ -132,7 +133,8 @@ class QueueInput(FeedfreeInput):
 
 
 class _QueueCallback(Callback):
-    """Reports the queue's fill each epoch; stops the thread after training, raising its error."""
+    """Reports the queue's fill each epoch; after training (ended or failed) stops the thread and
+    the dataflow's worker processes (:func:`close_workers`), then raises the thread's error."""
 
     def __init__(self, source: QueueInput) -> None:
         self.source = source
@@ -147,6 +149,9 @@ class _QueueCallback(Callback):
 
     def _after_train(self) -> None:
         error = self.source.error
-        self.source.stop()
+        try:
+            self.source.stop()
+        finally:  # whatever the outcome: no worker of the dataflow outlives training
+            close_workers(self.source.dataflow)
         if error is not None:
             raise error  # the thread's own error (and traceback), e.g. an InputSignatureError

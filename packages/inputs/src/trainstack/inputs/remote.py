@@ -344,6 +344,7 @@ class RemoteDataFlow:
         self.timeout = timeout
         self._conn: Connection | None = None
         self._closing = False
+        self._failed: str | None = None  # why a failed iteration disconnected
         self._next_pass = 0   # the pass the next iteration delivers
         self._frame_pass = 0  # the pass the next frame belongs to
 
@@ -377,15 +378,19 @@ class RemoteDataFlow:
         except (OSError, EOFError) as e:
             raise InputError(f"{self.name}: the server at {peer} dropped the connection during the "
                              f"authentication handshake ({type(e).__name__}: {e})") from e
-        self._conn, self._closing = conn, False
+        self._conn, self._closing, self._failed = conn, False, None
         self._next_pass = self._frame_pass = 0
-        hello = self._receive()
-        if hello["kind"] != "hello":
-            raise FrameError(f"{self.name}: the server at {peer} sent a {hello['kind']!r} frame "
-                             "before its 'hello'")
-        if None not in (hello["size"], self.size) and hello["size"] != self.size:
-            raise InputError(f"{self.name}: size={self.size}, but a pass of the server at {peer} has "
-                             f"{hello['size']} datapoints; epochs would not be passes")
+        try:
+            hello = self._receive()
+            if hello["kind"] != "hello":
+                raise FrameError(f"{self.name}: the server at {peer} sent a {hello['kind']!r} frame "
+                                 "before its 'hello'")
+            if None not in (hello["size"], self.size) and hello["size"] != self.size:
+                raise InputError(f"{self.name}: size={self.size}, but a pass of the server at {peer} "
+                                 f"has {hello['size']} datapoints; epochs would not be passes")
+        except BaseException:
+            self.close()  # a connection that cannot be used is not kept open
+            raise
 
     def close(self) -> None:
         """Disconnect (the server then serves its next client)."""
@@ -401,21 +406,34 @@ class RemoteDataFlow:
         self.close()
 
     def __iter__(self) -> Iterator[Any]:
-        """The datapoints of the server's next pass."""
+        """The datapoints of the server's next pass. Any error disconnects before it propagates;
+        iterating again then needs :meth:`reset_state` (a new connection, the server's stream
+        from its start for this client)."""
+        if self._failed is not None:
+            raise InputError(f"{self.name}: disconnected because an iteration failed ({self._failed}); "
+                             "call reset_state() to connect again")
         if self._conn is None:
             self.reset_state()
         pass_num, self._next_pass = self._next_pass, self._next_pass + 1
-        while self._frame_pass <= pass_num:
-            frame = self._receive()
-            kind = frame["kind"]
-            if kind not in ("data", "end_of_pass") or frame["pass_num"] != self._frame_pass:
-                raise FrameError(f"{self.name}: unexpected {kind!r} frame {frame.get('pass_num', '')} "
-                                 f"from {_peer(self.address)} while on pass {self._frame_pass}")
-            if kind == "end_of_pass":
-                self._frame_pass += 1
-            elif frame["pass_num"] == pass_num:
-                yield frame["datapoint"]
-            # else: a datapoint of an earlier pass whose iteration was abandoned midway
+        try:
+            while self._frame_pass <= pass_num:
+                frame = self._receive()
+                kind = frame["kind"]
+                if kind not in ("data", "end_of_pass") or frame["pass_num"] != self._frame_pass:
+                    raise FrameError(f"{self.name}: unexpected {kind!r} frame {frame.get('pass_num', '')} "
+                                     f"from {_peer(self.address)} while on pass {self._frame_pass}")
+                if kind == "end_of_pass":
+                    self._frame_pass += 1
+                elif frame["pass_num"] == pass_num:
+                    yield frame["datapoint"]
+                # else: a datapoint of an earlier pass whose iteration was abandoned midway
+        except GeneratorExit:
+            raise  # abandoned by the caller: the next iteration goes on
+        except BaseException as e:
+            if not self._closing or isinstance(e, FrameError):  # not a close() by the caller
+                self._failed = f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"
+            self.close()
+            raise
 
     def _receive(self) -> dict[str, Any]:
         """The next frame (an 'error' frame is raised as InputWorkerError)."""

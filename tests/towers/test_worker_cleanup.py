@@ -1,0 +1,108 @@
+"""Input workers are owned by the object that started them (issue 27): a worker killed mid-epoch
+fails ``train()`` with an InputWorkerError naming it, and by then its sibling is stopped too.
+
+The program a user writes (a sweep, a notebook calling ``train()`` again and again) runs in
+one subprocess, so that this test's own process stays clean: 20 trainings, each with a worker
+killed by SIGKILL at step 3, alternately through ``dataflow=MultiProcessDataFlow`` (fed by
+SimpleTrainer's FeedInput) and ``data=MultiProcessInput`` (a QueueInput). Afterwards the
+script has no child process left but multiprocessing's resource tracker, and exactly the open
+file descriptors it had after the first training.
+"""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+
+SCRIPT = textwrap.dedent("""
+    import json, multiprocessing, os, signal, sys
+    sys.path.insert(0, {towers_tests!r})
+    from conftest import TinyClassifier, make_dataflow
+    from trainstack.inputs import InputWorkerError, MultiProcessDataFlow, MultiProcessInput
+    from trainstack.loop import Callback
+    from trainstack.towers import SimpleTrainer, TrainConfig, launch_train_with_config
+
+    def children():
+        # pids whose parent is this process, read from /proc (no psutil)
+        found = set()
+        for entry in os.listdir("/proc"):
+            if entry.isdigit():
+                try:
+                    with open(f"/proc/{{entry}}/stat") as f:
+                        fields = f.read().rsplit(")", 1)[1].split()
+                except OSError:
+                    continue
+                if int(fields[1]) == os.getpid():
+                    found.add(int(entry))
+        return found
+
+    def cmdline(pid):
+        try:
+            with open(f"/proc/{{pid}}/cmdline", "rb") as f:
+                return f.read().replace(b"\\0", b" ").decode(errors="replace")
+        except OSError:
+            return "(gone)"
+
+    class KillWorker(Callback):
+        # SIGKILL worker 1 of the dataflow at step 3, mid-epoch
+        def __init__(self, df):
+            self.df, self.pid = df, None
+        def _trigger_step(self):
+            if self.global_step == 3:
+                self.pid = self.df.workers[1].pid
+                os.kill(self.pid, signal.SIGKILL)
+
+    data = make_dataflow(10)  # a list of NumPy batches: the workers import no TensorFlow
+    fds_after_first, report = None, {{"errors": []}}
+    for run in range({runs}):
+        if run % 2 == 0:
+            df = MultiProcessDataFlow(data, 2)
+            kwargs = dict(dataflow=df)
+        else:
+            source = MultiProcessInput(data, 2, queue_size=2)
+            df, kwargs = source.dataflow, dict(data=source)
+        kill = KillWorker(df)
+        config = TrainConfig(model=TinyClassifier(), callbacks=[kill], extra_callbacks=[], monitors=[],
+                             steps_per_epoch=10, max_epoch=1000, **kwargs)
+        try:
+            launch_train_with_config(config, SimpleTrainer())
+        except InputWorkerError as e:
+            if f"(pid {{kill.pid}})" not in str(e):
+                report["errors"].append(f"run {{run}}: the error does not name pid {{kill.pid}}: {{e}}")
+        else:
+            report["errors"].append(f"run {{run}}: train() returned although a worker was killed")
+        live = [p.pid for p in multiprocessing.active_children()]
+        if live:
+            report["errors"].append(f"run {{run}}: worker processes still alive after train(): {{live}}")
+        if run == 0:
+            fds_after_first, lasting_children = len(os.listdir("/proc/self/fd")), children()
+    report["fds_after_first"] = fds_after_first
+    report["fds_at_end"] = len(os.listdir("/proc/self/fd"))
+    report["active_children"] = [p.pid for p in multiprocessing.active_children()]
+    report["children_at_end"] = {{pid: cmdline(pid) for pid in children()}}
+    report["lasting_children"] = {{pid: cmdline(pid) for pid in lasting_children}}
+    print("REPORT " + json.dumps(report), flush=True)
+""")
+TOWERS_TESTS = os.path.dirname(os.path.abspath(__file__))
+RUNS = 20
+
+
+def test_killed_workers_leave_no_process_and_no_descriptor_behind():
+    code = SCRIPT.format(towers_tests=TOWERS_TESTS, runs=RUNS)
+    env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"}
+    proc = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
+                          timeout=300)
+    lines = [line for line in proc.stdout.splitlines() if line.startswith("REPORT ")]
+    assert proc.returncode == 0 and lines, f"the script failed:\n{proc.stderr[-4000:]}"
+    report = json.loads(lines[-1][len("REPORT "):])
+
+    assert report["errors"] == [], "\n".join(report["errors"])
+    assert report["active_children"] == []
+    # only multiprocessing's resource tracker (started once, by the first spawn) may remain
+    leftover = {pid: cmd for pid, cmd in report["children_at_end"].items() if "resource_tracker" not in cmd}
+    assert leftover == {}, f"child processes left after {RUNS} trainings: {leftover}"
+    assert report["fds_at_end"] == report["fds_after_first"], (
+        f"open file descriptors grew from {report['fds_after_first']} after the first training to "
+        f"{report['fds_at_end']} after {RUNS}")
