@@ -49,14 +49,16 @@ from .callback_state import MONITOR_STATE_KEY, MonitorState
 from .logdir import get_logger_dir
 
 __all__ = ["ModelSaver", "MinSaver", "MaxSaver", "load_loop_state", "restore_loop_state",
-           "LOOP_STATE_KEY", "MONITOR_STATE_KEY"]
+           "LOOP_STATE_KEY", "MONITOR_STATE_KEY", "SAVER_KEYS"]
 
 logger = logging.getLogger("trainstack.callbacks")
 
 #: The checkpoint key under which the loop counters are stored.
 LOOP_STATE_KEY = "loop_state"
 _BEST_STAT_KEY = "best_stat"
-_RESERVED_KEYS = (LOOP_STATE_KEY, MONITOR_STATE_KEY, _BEST_STAT_KEY, "save_counter")
+#: The checkpoint keys the savers write next to the model: bookkeeping, not model values (a
+#: trainer's checkpoint_objects may not use them; initializers leave them alone).
+SAVER_KEYS = frozenset({LOOP_STATE_KEY, MONITOR_STATE_KEY, _BEST_STAT_KEY, "save_counter"})
 # what says where a run is: a resumed run continues from the checkpoint whose values these are
 _POSITION_KEYS = ("epoch_num", "local_step", "global_step", "epoch_finished")
 _VALUE_SUFFIX = "/.ATTRIBUTES/VARIABLE_VALUE"
@@ -85,9 +87,9 @@ def checkpoint_objects_of(trainer: Any, who: str) -> dict[str, Any]:
     for key, obj in objects.items():
         if not isinstance(key, str) or not key:
             raise TypeError(f"{who}: checkpoint_objects keys must be non-empty strings, got {key!r}")
-        if key in _RESERVED_KEYS:
+        if key in SAVER_KEYS:
             raise ValueError(f"{who}: checkpoint_objects key {key!r} is reserved by the savers; "
-                             f"rename it (reserved: {list(_RESERVED_KEYS)})")
+                             f"rename it (reserved: {sorted(SAVER_KEYS)})")
         if not isinstance(obj, tf.__internal__.tracking.Trackable):
             raise TypeError(f"{who}: checkpoint_objects[{key!r}] is {type(obj).__name__}, which "
                             "tf.train.Checkpoint cannot save; expected a tf.Variable, tf.Module or "

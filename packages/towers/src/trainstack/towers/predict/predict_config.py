@@ -24,11 +24,13 @@ from typing import Any, Callable, Sequence
 
 import tensorflow as tf
 
+from trainstack.callbacks.saver import SAVER_KEYS
+
 from ..tower.model_desc import ModelDescBase
 from .predictor import OnlinePredictor
 from ..session.runtime import reject_session_args
-from ..session.sessinit import (SAVER_KEYS, ChainInit, CheckpointInit, DictRestore, SessionInit, SmartInit,
-                                _display_name, _variables)
+from ..session.sessinit import (ChainInit, CheckpointInit, DictRestore, SessionInit, SmartInit, _display_name,
+                                _variables)
 from ..tower.tower import TowerFunc
 
 __all__ = ["PredictConfig", "OfflinePredictor"]

@@ -36,16 +36,13 @@ import tensorflow as tf
 from tensorflow.core.protobuf import trackable_object_graph_pb2
 
 from trainstack.callbacks import checkpoint_objects_of
-from trainstack.callbacks.saver import LOOP_STATE_KEY, MONITOR_STATE_KEY
+from trainstack.callbacks.saver import SAVER_KEYS
 
 __all__ = ["InitReport", "SessionInit", "JustCurrentSession", "CheckpointInit", "SaverRestore",
            "SaverRestoreRelaxed", "DictRestore", "ChainInit", "SmartInit", "get_model_loader"]
 
 logger = logging.getLogger("trainstack.towers")
 
-# Written next to the model by the callbacks layer's savers (and tf.train.Checkpoint.save):
-# bookkeeping, not model values, so never reported as "unused".
-SAVER_KEYS = frozenset({LOOP_STATE_KEY, MONITOR_STATE_KEY, "save_counter", "best_stat"})
 _OBJECT_GRAPH_KEY = "_CHECKPOINTABLE_OBJECT_GRAPH"
 _VALUE_SUFFIX = "/.ATTRIBUTES/VARIABLE_VALUE"
 
