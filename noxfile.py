@@ -157,13 +157,11 @@ def install_wheels(session: nox.Session, *distributions: str) -> None:
     session.install("--no-index", "--find-links", str(WHEELS), *distributions)
 
 
-def pytest(session: nox.Session, module: str, files: list[str]) -> None:
-    """pytest -n auto over `files`, run from the session's temporary folder so that trainstack
-    is imported from site-packages, never from the source tree (checked on `module`).
-
-    Test paths among the arguments after `--` (relative to the repository) replace `files`; each
-    session takes those of its own files (and folders), so `nox -s towers distributed -- <a
-    towers file> <a distributed file>` runs each file in its session."""
+def pytest_args(session: nox.Session, files: list[str]) -> list[str]:
+    """pytest's arguments: `files` and the arguments after `--`. Test paths among those (relative
+    to the repository) replace `files`; each session takes those of its own files (and folders),
+    so `nox -s towers distributed -- <a towers file> <a distributed file>` runs each file in its
+    session, and a session given none of its own is skipped."""
     args, paths = [], []
     for arg in session.posargs:
         path = ROOT / arg.split("::")[0]
@@ -174,11 +172,17 @@ def pytest(session: nox.Session, module: str, files: list[str]) -> None:
             args.append(arg)
     if len(args) < len(session.posargs) and not paths:
         session.skip("none of the test paths given are this session's")
+    return [*(paths or files), *args]
+
+
+def pytest(session: nox.Session, module: str, files: list[str]) -> None:
+    """pytest -n auto (see `pytest_args`), run from the session's temporary folder so that
+    trainstack is imported from site-packages, never from the source tree (checked on `module`)."""
+    args = pytest_args(session, files)
     session.chdir(session.create_tmp())
     session.run("python", "-c", f"import {module} as m; "
                 "assert 'site-packages' in m.__file__, f'imported from {m.__file__}, not the wheel'")
-    session.run("pytest", "-n", "auto", "-c", str(ROOT / "pyproject.toml"), "--rootdir", str(ROOT),
-                *(paths or files), *args)
+    session.run("pytest", "-n", "auto", "-c", str(ROOT / "pyproject.toml"), "--rootdir", str(ROOT), *args)
 
 
 # --- the sessions -----------------------------------------------------------------------------
@@ -189,7 +193,7 @@ def layering(session: nox.Session) -> None:
     """import-linter's layers contract over the layers' sources (the meta-package is not installed)."""
     session.install("import-linter>=2.0", *TEST_TOOLS)
     session.install("--no-deps", *[arg for layer in LAYERS for arg in ("-e", f"packages/{layer}")])
-    session.run("pytest", *test_files("layering"), *session.posargs)
+    session.run("pytest", *pytest_args(session, test_files("layering")))
 
 
 @nox.session(reuse_venv=True)
