@@ -39,9 +39,10 @@ TESTS = ROOT / "tests"
 WHEELS = ROOT / ".nox" / "built-wheels"  # not .nox/wheels: that is the `wheels` session's virtualenv
 # bottom to top; each layer depends on those before it, except for the layers in BESIDE
 LAYERS = ["loop", "dataflow", "callbacks", "inputs", "towers", "distributed"]
-# layer -> layers before it in LAYERS that it does not need: dataflow (NumPy and msgpack, no
-# TensorFlow) sits beside loop at the bottom; inputs and the layers above it use both
-BESIDE = {"dataflow": {"loop"}, "callbacks": {"dataflow"}}
+# layer -> layers before it in LAYERS that it does not need: callbacks does not use dataflow
+# (dataflow, NumPy and msgpack but no TensorFlow, sits on loop for its argument checks,
+# trainstack.loop.checks); inputs and the layers above it use both
+BESIDE = {"callbacks": {"dataflow"}}
 TEST_TOOLS = ["pytest>=8", "pytest-xdist>=3"]
 # third-party packages only the tests need, per layer
 # (tensorpack 0.11, a pure-Python wheel, for tests/towers/test_tensorpack_dataflow.py: its own

@@ -171,6 +171,8 @@ class GANTrainer(TowerTrainer):
         self.model = model
         self.tower_func = TowerFunc(model.build_graph, signature)
         self.d_optimizer, self.g_optimizer = model.optimizers()
+        # what ModelSaver checkpoints besides the model, by key (renaming the attributes keeps them)
+        self.declare_checkpoint_objects(d_optimizer=self.d_optimizer, g_optimizer=self.g_optimizer)
         self._build_variables()
         self.d_optimizer.build(self.model.discriminator.trainable_variables)
         self.g_optimizer.build(self.model.generator.trainable_variables)
@@ -213,7 +215,7 @@ class GANTrainer(TowerTrainer):
         self.run(self.g_step)         # no hooks
 
     # checkpoint_objects (what ModelSaver saves) need not be overridden: TowerTrainer's hold
-    # the model and every Keras optimizer the trainer holds, here "d_optimizer" and "g_optimizer"
+    # the model (keyed by ToyGAN's attributes) and the optimizers declared in __init__
 
 
 # -- watching it learn ------------------------------------------------------------------------------

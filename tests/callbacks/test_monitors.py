@@ -278,3 +278,12 @@ def test_scalar_printer_refuses_bad_patterns():
         ScalarPrinter(whitelist=["("])
     with pytest.raises(TypeError, match="blacklist: patterns must be strings"):
         ScalarPrinter(blacklist=[3])
+
+
+@pytest.mark.parametrize("writer", [JSONWriter, TFEventWriter])
+def test_writers_say_whether_they_write_into_the_logger_directory(writer, linear_trainer, logger_dir, tmp_path):
+    default, own = writer(), writer(logdir=str(tmp_path / "own"))
+    assert default.writes_to_logger_dir and not own.writes_to_logger_dir
+    run(linear_trainer(), [PutLoss()], [default, own], epochs=1)
+    # set up, the default one now holds the logger directory as its logdir: the answer stays
+    assert default.writes_to_logger_dir and not own.writes_to_logger_dir

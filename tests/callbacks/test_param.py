@@ -179,7 +179,7 @@ def test_name_resolution_errors(linear_trainer):
 
 @pytest.mark.parametrize("kwargs, error, match", [
     (dict(schedule=[]), ValueError, "empty"),
-    (dict(schedule=[(1.5, 0.1)]), ValueError, "integer >= 0"),
+    (dict(schedule=[(1.5, 0.1)]), ValueError, "non-negative integer, got 1.5 .*entry"),
     (dict(schedule=[(1, 0.1), (1, 0.2)]), ValueError, "more than once"),
     (dict(schedule=[(1, "0.1")]), TypeError, "must be a number"),
     (dict(schedule=[1, 2]), TypeError, "not an .* pair"),

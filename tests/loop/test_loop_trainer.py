@@ -58,7 +58,8 @@ def test_setup_callbacks_validates_its_arguments():
 def test_main_loop_validates_counts():
     trainer = Trainer()
     trainer.train_op = lambda: None
-    with pytest.raises(ValueError, match="steps_per_epoch must be a non-negative integer, got -1"):
+    with pytest.raises(ValueError, match=r"TrainLoop.configure\(steps_per_epoch=...\) must be a non-negative "
+                                         r"integer, got -1"):
         trainer.train([], [], steps_per_epoch=-1)
     trainer = Trainer()
     with pytest.raises(ValueError, match="max_epoch"):

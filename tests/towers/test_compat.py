@@ -10,7 +10,7 @@ from trainstack.inputs import FeedInput, QueueInput
 from trainstack.towers import (FeedfreeTrainerBase, QueueInputTrainer, SimpleFeedfreeTrainer,
                                SimpleTrainer, SingleCostFeedfreeTrainer, TrainConfig,
                                legacy_get_predictor)
-from trainstack.towers.legacy.compat import train_legacy
+from trainstack.towers.tf1.legacy.compat import train_legacy
 
 
 def config_of(model, df, **kwargs):

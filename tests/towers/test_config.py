@@ -83,7 +83,7 @@ def test_callbacks_and_monitors_are_checked(model, dataflow):
 @pytest.mark.parametrize("name, value", [("starting_epoch", -1), ("max_epoch", 2.5),
                                          ("steps_per_epoch", "10"), ("steps_per_epoch", True)])
 def test_counts_must_be_non_negative_integers(model, dataflow, name, value):
-    with pytest.raises(ValueError, match=f"{name}=\\) must be a non-negative integer"):
+    with pytest.raises(ValueError, match=f"TrainConfig\\({name}=\\.\\.\\.\\) must be a non-negative integer"):
         TrainConfig(dataflow=dataflow, model=model, **{name: value})
 
 

@@ -3,9 +3,11 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 import textwrap
+import threading
 
 import numpy as np
 import pytest
@@ -90,6 +92,35 @@ def test_explicit_loop_arguments(model, make_df):
     launch_train_with_config(config, trainer)
     assert epochs == [4, 5, 6]
     assert trainer.global_step == 9 and trainer.loop.steps_per_epoch == 3
+
+
+@pytest.mark.parametrize("handle_signals", [True, False])
+def test_handle_signals_reaches_the_loop(model, make_df, handle_signals):
+    if threading.current_thread() is not threading.main_thread():
+        pytest.skip("signal handlers are installed from the main thread only")
+    seen = []
+
+    def host_handler(signum, frame):  # the handlers of a notebook / sweep / host program
+        pass
+
+    class SeeHandlers(Callback):
+        def _trigger_step(self):
+            seen.append([signal.getsignal(s) for s in (signal.SIGTERM, signal.SIGINT)])
+
+    previous = {s: signal.signal(s, host_handler) for s in (signal.SIGTERM, signal.SIGINT)}
+    try:
+        config = TrainConfig(dataflow=make_df(2), model=model, callbacks=[SeeHandlers()], max_epoch=1,
+                             handle_signals=handle_signals, **quiet())
+        assert config.handle_signals is handle_signals
+        launch_train_with_config(config, SimpleTrainer())
+        assert len(seen) == 2
+        assert all((h is host_handler) is not handle_signals for step in seen for h in step)
+        assert signal.getsignal(signal.SIGTERM) is signal.getsignal(signal.SIGINT) is host_handler
+    finally:
+        for s, h in previous.items():
+            signal.signal(s, h)
+    with pytest.raises(TypeError, match=r"handle_signals=\) must be True or False"):
+        TrainConfig(dataflow=make_df(2), model=model, handle_signals="no")
 
 
 def test_default_callbacks_and_monitors(model, make_df, logger_dir):

@@ -7,7 +7,6 @@ from .graph import CheckNumerics, DumpTensor, DumpTensors, ProcessTensors, RunOp
 from .jsonwriter import JSONWriter
 from .logdir import auto_set_dir, get_logger_dir, set_logger_dir, unset_logger_dir
 from . import logger
-from .porting import KerasPhaseCallback, get_num_gpu, tfv1
 from .hyperparam import GraphVarParam, HyperParam, NamedParam, ObjAttrParam, OptimizerParam, TFVariableParam
 from .param import (HumanHyperParamSetter, HyperParamSetter, HyperParamSetterWithFunc, ScheduledHyperParamSetter,
                     StatMonitorParamSetter)
@@ -47,6 +46,6 @@ __all__ = [
     "RunOp", "RunUpdateOps", "ProcessTensors", "DumpTensors", "DumpTensor", "CheckNumerics",
     # profiling
     "GPUUtilizationTracker", "PeakMemoryTracker", "GraphProfiler",
-    # porting tensorpack scripts: its logger module, tfv1, get_num_gpu, KerasPhaseCallback
-    "logger", "tfv1", "get_num_gpu", "KerasPhaseCallback",
+    # porting tensorpack scripts: its logger module (tfv1, get_num_gpu, KerasPhaseCallback: trainstack.towers.tf1)
+    "logger",
 ]

@@ -37,6 +37,7 @@ class JSONWriter(MonitorBase):
 
     def __init__(self, logdir: str | None = None) -> None:
         self._logdir = logdir
+        self._logdir_given = logdir  # _logdir becomes the logger directory at setup when None
         self._path: str | None = None
         self._pending: dict[str, Any] = {}  # filled before setup too: earlier callbacks may put
 
@@ -44,6 +45,13 @@ class JSONWriter(MonitorBase):
     def path(self) -> str | None:
         """The stats file (None until set up, or when disabled)."""
         return self._path
+
+    @property
+    def writes_to_logger_dir(self) -> bool:
+        """Whether this writer writes into the logger directory (``set_logger_dir``): it was
+        given no ``logdir``. Trainers of several processes drop such writers on the processes
+        that share the chief's logger directory; a writer given its own ``logdir`` stays."""
+        return not self._logdir_given
 
     # -- reading ---------------------------------------------------------------
     @staticmethod

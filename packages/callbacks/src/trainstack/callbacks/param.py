@@ -17,6 +17,7 @@ from collections import deque
 from typing import Any, Callable, Iterable
 
 from trainstack.loop import Callback
+from trainstack.loop.checks import check_int, check_number
 
 from .callback_state import NumbersState
 from .hyperparam import HyperParam, NamedParam
@@ -127,12 +128,11 @@ def _check_schedule(schedule: Any) -> list[tuple[int, float]]:
             point, value = item
         except (TypeError, ValueError):
             raise TypeError(f"schedule entry {item!r} is not an (epoch or step, value) pair") from None
-        if (isinstance(point, bool) or not isinstance(point, numbers.Real) or point != int(point)
-                or point < 0):
-            raise ValueError(f"schedule entry {item!r}: the epoch/step must be an integer >= 0")
-        if isinstance(value, bool) or not isinstance(value, numbers.Real):
-            raise TypeError(f"schedule entry {item!r}: the value must be a number")
-        checked.append((int(point), float(value)))
+        point = check_int("ScheduledHyperParamSetter", "schedule", point, minimum=0,
+                          note=f"the epoch/step of the entry {item!r}")
+        value = check_number("ScheduledHyperParamSetter", "schedule", value,
+                             note=f"the value of the entry {item!r}")
+        checked.append((point, float(value)))
     checked.sort(key=lambda p: p[0])
     points = [p for p, _ in checked]
     if len(set(points)) != len(points):
@@ -262,10 +262,8 @@ class StatMonitorParamSetter(HyperParamSetter):
             raise TypeError(f"stat_name must be the name of a scalar statistic, got {stat_name!r}")
         if not callable(value_func):
             raise TypeError(f"value_func must be callable as value_func(old_value), got {value_func!r}")
-        if isinstance(threshold, bool) or not isinstance(threshold, numbers.Real):
-            raise TypeError(f"threshold must be a number, got {threshold!r}")
-        if isinstance(last_k, bool) or not isinstance(last_k, int) or last_k < 1:
-            raise ValueError(f"last_k must be a positive integer, got {last_k!r}")
+        check_number("StatMonitorParamSetter", "threshold", threshold)
+        last_k = check_int("StatMonitorParamSetter", "last_k", last_k, minimum=1)
         super().__init__(param)
         self.stat_name = stat_name
         self.value_func = value_func

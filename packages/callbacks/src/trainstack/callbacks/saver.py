@@ -23,6 +23,9 @@ read them back to resume a run. :class:`ModelSaver`'s checkpoints also hold, und
 and what stateful callbacks (``StatMonitorParamSetter``, ``EarlyStopping``, ...) keep
 across epochs (see :mod:`~trainstack.callbacks.callback_state`); a run resumed from one
 restores it, so its statistics are those of the uninterrupted run.
+This layout (the keys, the savers' bookkeeping keys ``SAVER_KEYS``, how a checkpoint's
+values pair with a trainer's variables) is defined once, in
+:mod:`~trainstack.callbacks.checkpoint_layout`, which the initializers read it with.
 
 Files are written by ``tf.train.CheckpointManager`` as
 ``<dir>/model-<global_step>.{index,data-*}`` plus the ``checkpoint`` state
@@ -44,8 +47,11 @@ import numpy as np
 import tensorflow as tf
 
 from trainstack.loop import Callback, Trainer
+from trainstack.loop.checks import check_int, check_number
 
 from .callback_state import MONITOR_STATE_KEY, MonitorState
+from .checkpoint_layout import (BEST_STAT_KEY, LOOP_STATE_KEY, SAVER_KEYS, VALUE_SUFFIX,
+                                saver_checkpoint)
 from .logdir import get_logger_dir
 
 __all__ = ["ModelSaver", "MinSaver", "MaxSaver", "load_loop_state", "restore_loop_state",
@@ -53,15 +59,11 @@ __all__ = ["ModelSaver", "MinSaver", "MaxSaver", "load_loop_state", "restore_loo
 
 logger = logging.getLogger("trainstack.callbacks")
 
-#: The checkpoint key under which the loop counters are stored.
-LOOP_STATE_KEY = "loop_state"
-_BEST_STAT_KEY = "best_stat"
-#: The checkpoint keys the savers write next to the model: bookkeeping, not model values (a
-#: trainer's checkpoint_objects may not use them; initializers leave them alone).
-SAVER_KEYS = frozenset({LOOP_STATE_KEY, MONITOR_STATE_KEY, _BEST_STAT_KEY, "save_counter"})
+# the checkpoint's layout (keys, bookkeeping, suffix) is defined once, in checkpoint_layout
+_BEST_STAT_KEY = BEST_STAT_KEY
+_VALUE_SUFFIX = VALUE_SUFFIX
 # what says where a run is: a resumed run continues from the checkpoint whose values these are
 _POSITION_KEYS = ("epoch_num", "local_step", "global_step", "epoch_finished")
-_VALUE_SUFFIX = "/.ATTRIBUTES/VARIABLE_VALUE"
 
 # Disk trouble while saving is logged, not raised: a full disk must not kill a long run.
 _SAVE_ERRORS = (OSError, tf.errors.PermissionDeniedError, tf.errors.ResourceExhaustedError,
@@ -218,15 +220,10 @@ class ModelSaver(Callback):
 
     def __init__(self, max_to_keep: int | None = 10, keep_checkpoint_every_n_hours: float | None = 0.5,
                  checkpoint_dir: str | os.PathLike | None = None) -> None:
-        if max_to_keep is not None and (isinstance(max_to_keep, bool) or not isinstance(max_to_keep, int)
-                                        or max_to_keep < 1):
-            raise ValueError(f"max_to_keep must be a positive integer, or None to keep every "
-                             f"checkpoint; got {max_to_keep!r}")
-        if keep_checkpoint_every_n_hours is not None and (
-                not isinstance(keep_checkpoint_every_n_hours, (int, float))
-                or keep_checkpoint_every_n_hours < 0):
-            raise ValueError(f"keep_checkpoint_every_n_hours must be a number >= 0 or None, "
-                             f"got {keep_checkpoint_every_n_hours!r}")
+        max_to_keep = check_int("ModelSaver", "max_to_keep", max_to_keep, minimum=1, none_ok=True,
+                                note="None keeps every checkpoint")
+        check_number("ModelSaver", "keep_checkpoint_every_n_hours", keep_checkpoint_every_n_hours,
+                     minimum=0, none_ok=True)
         _check_dir_arg(checkpoint_dir)
         self._max_to_keep = max_to_keep
         self._keep_every_n_hours = keep_checkpoint_every_n_hours or None
@@ -238,8 +235,8 @@ class ModelSaver(Callback):
         self._objects = objects = checkpoint_objects_of(self.trainer, self.name)
         self._loop_state = _loop_state_module(self.trainer.loop.state_dict())
         self._monitor_state = MonitorState()
-        self.checkpoint = tf.train.Checkpoint(**objects, **{LOOP_STATE_KEY: self._loop_state,
-                                                            MONITOR_STATE_KEY: self._monitor_state})
+        self.checkpoint = saver_checkpoint(objects, **{LOOP_STATE_KEY: self._loop_state,
+                                                       MONITOR_STATE_KEY: self._monitor_state})
         self.manager = tf.train.CheckpointManager(
             self.checkpoint, self.checkpoint_dir, max_to_keep=self._max_to_keep,
             keep_checkpoint_every_n_hours=self._keep_every_n_hours, checkpoint_name="model")
@@ -359,8 +356,8 @@ class MinSaver(Callback):
         self._loop_state = _loop_state_module(self.trainer.loop.state_dict())
         with tf.device("CPU:0"):
             self._best_stat = tf.Variable(math.nan, dtype=tf.float64, trainable=False, name=_BEST_STAT_KEY)
-        checkpoint = tf.train.Checkpoint(**objects, **{LOOP_STATE_KEY: self._loop_state,
-                                                       _BEST_STAT_KEY: self._best_stat})
+        checkpoint = saver_checkpoint(objects, **{LOOP_STATE_KEY: self._loop_state,
+                                                  _BEST_STAT_KEY: self._best_stat})
         self.manager = tf.train.CheckpointManager(checkpoint, self.directory, max_to_keep=1,
                                                   checkpoint_name="model")
         previous = self.manager.latest_checkpoint

@@ -3,15 +3,14 @@ from __future__ import annotations
 
 import logging
 import math
-from numbers import Real
 from typing import Sequence
 
 import numpy as np
 import tensorflow as tf
 
 from trainstack.loop import Callback, RunContext, RunValues, StopTraining
+from trainstack.loop.checks import check_int, check_number
 
-from ._checks import check_int
 from .callback_state import NumbersState
 from .logdir import get_logger_dir
 
@@ -38,7 +37,7 @@ class TerminateOnNaN(Callback):
             raise TypeError(f"TerminateOnNaN(names=...) expects a non-empty list of value names, "
                             f"got {names!r}; e.g. TerminateOnNaN(['loss'])")
         self._names = list(names)
-        self._k = check_int("TerminateOnNaN", "check_every_k_steps", check_every_k_steps)
+        self._k = check_int("TerminateOnNaN", "check_every_k_steps", check_every_k_steps, minimum=1)
 
     def _before_run(self, ctx: RunContext) -> list[str] | None:
         # global_step counts the finished steps: the one about to run is global_step + 1
@@ -106,13 +105,11 @@ class EarlyStopping(Callback):
                             f"got {monitor!r}")
         if mode not in _MODES:
             raise ValueError(f"EarlyStopping(mode=...) must be 'min' or 'max', got {mode!r}")
-        check_int("EarlyStopping", "patience", patience, minimum=0)
-        if isinstance(min_delta, bool) or not isinstance(min_delta, Real) or not min_delta >= 0:
-            raise ValueError(f"EarlyStopping(min_delta=...) must be a non-negative number, "
-                             f"got {min_delta!r}")
+        patience = check_int("EarlyStopping", "patience", patience, minimum=0)
+        min_delta = check_number("EarlyStopping", "min_delta", min_delta, minimum=0)
         self.monitor = monitor
         self.mode = mode
-        self.patience = int(patience)
+        self.patience = patience
         self.min_delta = float(min_delta)
         self._state: NumbersState | None = None
         self._reset()

@@ -18,6 +18,7 @@ import numpy as np
 import tensorflow as tf
 
 from trainstack.loop import Callback, RunContext, RunValues
+from trainstack.loop.checks import check_int
 
 from .callback_state import NumbersState
 from .graph import _fetch_names, _to_numpy
@@ -146,8 +147,7 @@ def MergeAllSummaries(period: int = 0, run_alone: bool = False,
     - ``key``: the :class:`SummaryCollection` (default: the trainer's
       ``summary_collection``, else the process-wide default).
     """
-    if isinstance(period, bool) or not isinstance(period, int) or period < 0:
-        raise ValueError(f"MergeAllSummaries(period=...) must be a non-negative int, got {period!r}")
+    period = check_int("MergeAllSummaries", "period", period, minimum=0)
     key = _check_collection("MergeAllSummaries", "key", key)
     cls = _MergeSummariesAlone if run_alone else _MergeSummariesWithStep
     return cls(period, key)
@@ -165,9 +165,7 @@ class SimpleMovingAverage(Callback):
 
     def __init__(self, tensors: str | Sequence[str], window_size: int, prefix: str = "") -> None:
         self._names = _fetch_names("SimpleMovingAverage", tensors)
-        if isinstance(window_size, bool) or not isinstance(window_size, int) or window_size <= 0:
-            raise ValueError(f"SimpleMovingAverage(window_size=...) must be a positive int, "
-                             f"got {window_size!r}")
+        window_size = check_int("SimpleMovingAverage", "window_size", window_size, minimum=1)
         if not isinstance(prefix, str):
             raise TypeError(f"SimpleMovingAverage(prefix=...) must be a str, got {prefix!r}")
         self._prefix = prefix

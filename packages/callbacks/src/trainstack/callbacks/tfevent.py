@@ -10,6 +10,7 @@ import numpy as np
 import tensorflow as tf
 
 from trainstack.loop import MonitorBase
+from trainstack.loop.checks import check_int, check_number
 
 from .logdir import get_logger_dir
 
@@ -36,11 +37,10 @@ class TFEventWriter(MonitorBase):
 
     def __init__(self, logdir: str | None = None, max_queue: int = 10, flush_secs: float = 120,
                  split_files: bool = False) -> None:
-        if not isinstance(max_queue, int) or max_queue < 1:
-            raise ValueError(f"TFEventWriter: max_queue must be a positive int, got {max_queue!r}")
-        if not flush_secs > 0:
-            raise ValueError(f"TFEventWriter: flush_secs must be positive, got {flush_secs!r}")
+        max_queue = check_int("TFEventWriter", "max_queue", max_queue, minimum=1)
+        check_number("TFEventWriter", "flush_secs", flush_secs, greater_than=0)
         self._logdir = logdir
+        self._logdir_given = logdir  # _logdir becomes the logger directory at setup when None
         self._max_queue = max_queue
         self._flush_secs = flush_secs
         self._split_files = split_files
@@ -55,6 +55,13 @@ class TFEventWriter(MonitorBase):
     def logdir(self) -> str | None:
         """Where the event files go (None until set up, or when disabled)."""
         return self._logdir
+
+    @property
+    def writes_to_logger_dir(self) -> bool:
+        """Whether this writer writes into the logger directory (``set_logger_dir``): it was
+        given no ``logdir``. Trainers of several processes drop such writers on the processes
+        that share the chief's logger directory; a writer given its own ``logdir`` stays."""
+        return not self._logdir_given
 
     def _setup_graph(self) -> None:
         self._logdir = self._logdir or get_logger_dir()

@@ -5,11 +5,10 @@ import logging
 import statistics
 import time
 from collections import deque
-from numbers import Real
 
 from trainstack.loop import DEFAULT_MAX_EPOCH, Callback
+from trainstack.loop.checks import check_int, check_number
 
-from ._checks import check_int
 
 __all__ = ["EstimatedTimeLeft", "ThroughputTracker", "humanize_time_delta"]
 
@@ -28,7 +27,7 @@ class EstimatedTimeLeft(Callback):
 
     def __init__(self, last_k_epochs: int = 5, median: bool = True) -> None:
         self._durations: deque[float] = deque(
-            maxlen=check_int("EstimatedTimeLeft", "last_k_epochs", last_k_epochs))
+            maxlen=check_int("EstimatedTimeLeft", "last_k_epochs", last_k_epochs, minimum=1))
         self._median = bool(median)
         self._last_mark: float | None = None
 
@@ -67,11 +66,9 @@ class ThroughputTracker(Callback):
     _chief_only = False  # each process measures its own speed
 
     def __init__(self, samples_per_step: float | None = None) -> None:
-        if samples_per_step is not None and (isinstance(samples_per_step, bool) or not isinstance(
-                samples_per_step, Real) or samples_per_step <= 0):
-            raise ValueError(f"ThroughputTracker(samples_per_step=...) must be a positive number "
-                             f"(the total batch size of a step) or None, got {samples_per_step!r}")
-        self._samples_per_step = samples_per_step
+        self._samples_per_step = check_number("ThroughputTracker", "samples_per_step", samples_per_step,
+                                              greater_than=0, none_ok=True,
+                                              note="the total batch size of a step")
         self._elapsed = 0.0  # timed seconds since the last report
         self._started: float | None = None  # set while an epoch runs
         self._steps_at_report = 0  # global_step at the last report

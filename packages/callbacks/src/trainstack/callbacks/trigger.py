@@ -13,17 +13,15 @@ from __future__ import annotations
 from typing import Any, Callable
 
 from trainstack.loop import Callback, RunArgs, RunContext, RunValues
+from trainstack.loop.checks import check_int
 
-from ._checks import check_int
 from .proxy import ProxyCallback
 
 __all__ = ["PeriodicTrigger", "EnableCallbackIf", "PeriodicCallback"]
 
 
 def _check_period(owner: str, arg: str, k: Any) -> int | None:
-    if k is None:
-        return None
-    return check_int(owner, arg, k)
+    return check_int(owner, arg, k, minimum=1, none_ok=True)
 
 
 class PeriodicTrigger(ProxyCallback):

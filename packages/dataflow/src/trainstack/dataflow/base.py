@@ -26,6 +26,8 @@ from typing import Any, Iterator
 
 import numpy as np
 
+from trainstack.loop.checks import check_int
+
 __all__ = ["DataFlow", "ProxyDataFlow", "RNGDataFlow", "DataFlowReentrantGuard", "DataFlowTerminated",
            "get_rng", "fix_rng_seed"]
 
@@ -40,9 +42,8 @@ def fix_rng_seed(seed: int | None) -> None:
     friends inherit it (see their documentation for how each worker's seed is derived).
     """
     global _RNG_SEED
-    if seed is not None and (isinstance(seed, bool) or not isinstance(seed, (int, np.integer))):
-        raise TypeError(f"fix_rng_seed needs an int or None, got {seed!r}")
-    _RNG_SEED = None if seed is None else int(seed) % 2**32
+    seed = check_int("fix_rng_seed", "seed", seed, none_ok=True)
+    _RNG_SEED = None if seed is None else seed % 2**32
 
 
 def fixed_rng_seed() -> int | None:

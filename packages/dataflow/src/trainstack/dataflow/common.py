@@ -15,6 +15,8 @@ from typing import Any, Callable, Iterator, Sequence
 
 import numpy as np
 
+from trainstack.loop.checks import check_int
+
 from .base import (DataFlow, DataFlowReentrantGuard, ProxyDataFlow, RNGDataFlow, SizeUnknownError, get_rng,
                    len_of)
 from .protocol import reset_dataflow
@@ -41,9 +43,7 @@ class BatchData(ProxyDataFlow):
 
     def __init__(self, ds: Any, batch_size: int, remainder: bool = False, use_list: bool = False) -> None:
         super().__init__(ds)
-        if isinstance(batch_size, bool) or int(batch_size) != batch_size or batch_size <= 0:
-            raise ValueError(f"BatchData: batch_size must be a positive int, got {batch_size!r}")
-        self.batch_size = int(batch_size)
+        self.batch_size = check_int("BatchData", "batch_size", batch_size, minimum=1)
         if not remainder:
             try:
                 size = len_of(ds)
@@ -172,9 +172,7 @@ class RepeatedData(ProxyDataFlow):
     ``num=-1`` repeats forever (and ``len`` then raises ``NotImplementedError``)."""
 
     def __init__(self, ds: Any, num: int) -> None:
-        if num != -1 and (isinstance(num, bool) or int(num) != num or num < 0):
-            raise ValueError(f"RepeatedData: num must be -1 (forever) or >= 0, got {num!r}")
-        self.num = int(num)
+        self.num = check_int("RepeatedData", "num", num, minimum=-1, note="-1: forever")
         super().__init__(ds)
 
     def __len__(self) -> int:
@@ -192,9 +190,7 @@ class RepeatedDataPoint(ProxyDataFlow):
     """Each datapoint of ``ds`` ``num`` times in a row."""
 
     def __init__(self, ds: Any, num: int) -> None:
-        self.num = int(num)
-        if self.num < 1:
-            raise ValueError(f"RepeatedDataPoint: num must be >= 1, got {num!r}")
+        self.num = check_int("RepeatedDataPoint", "num", num, minimum=1)
         super().__init__(ds)
 
     def __len__(self) -> int:
@@ -215,9 +211,7 @@ class FixedSizeData(ProxyDataFlow):
 
     def __init__(self, ds: Any, size: int, keep_state: bool = True) -> None:
         super().__init__(ds)
-        self._size = int(size)
-        if self._size < 0:
-            raise ValueError(f"FixedSizeData: size must be >= 0, got {size!r}")
+        self._size = check_int("FixedSizeData", "size", size, minimum=0)
         self._keep = keep_state
         self.itr: Iterator[Any] | None = None
         self._guard = DataFlowReentrantGuard()
@@ -321,14 +315,11 @@ class LocallyShuffleData(ProxyDataFlow, RNGDataFlow):
     def __init__(self, ds: Any, buffer_size: int, num_reuse: int = 1,
                  shuffle_interval: int | None = None) -> None:
         ProxyDataFlow.__init__(self, ds)
-        if int(buffer_size) < 1 or int(num_reuse) < 1:
-            raise ValueError(f"LocallyShuffleData: buffer_size and num_reuse must be >= 1, got "
-                             f"{buffer_size!r} and {num_reuse!r}")
-        self.q: deque[Any] = deque(maxlen=int(buffer_size))
-        self.shuffle_interval = max(1, int(buffer_size) // 3) if shuffle_interval is None else int(shuffle_interval)
-        if self.shuffle_interval < 1:
-            raise ValueError(f"LocallyShuffleData: shuffle_interval must be >= 1, got {shuffle_interval!r}")
-        self.num_reuse = int(num_reuse)
+        buffer_size = check_int("LocallyShuffleData", "buffer_size", buffer_size, minimum=1)
+        self.num_reuse = check_int("LocallyShuffleData", "num_reuse", num_reuse, minimum=1)
+        self.q: deque[Any] = deque(maxlen=buffer_size)
+        self.shuffle_interval = check_int("LocallyShuffleData", "shuffle_interval", shuffle_interval,
+                                          minimum=1, none_ok=True) or max(1, buffer_size // 3)
         self._inf_ds = RepeatedData(ds, -1)
         self._inf_iter: Iterator[Any] | None = None
         self._iter_cnt = 0

@@ -24,6 +24,8 @@ from __future__ import annotations
 from multiprocessing.connection import wait
 from typing import Any, Callable, Iterator
 
+from trainstack.loop.checks import check_int
+
 from ._worker import run_worker
 from ._workers import WorkerProcesses, pickle_payload, receive, worker_failure, worker_seeds
 from .base import ProxyDataFlow
@@ -32,12 +34,6 @@ from .protocol import dataflow_len_or_none
 
 __all__ = ["MultiProcessDataFlow", "MultiProcessRunner", "MultiProcessRunnerZMQ", "PrefetchData",
            "PrefetchDataZMQ", "MultiProcessPrefetchData"]
-
-
-def _positive_int(value: Any, what: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ValueError(f"{what} must be a positive int, got {value!r}")
-    return value
 
 
 class MultiProcessDataFlow(WorkerProcesses):
@@ -82,12 +78,12 @@ class MultiProcessDataFlow(WorkerProcesses):
         if (dataflow is None) == (worker_factory is None):
             raise ValueError("MultiProcessDataFlow needs either a dataflow or a worker_factory(index, "
                              f"num_workers), not {'both' if dataflow is not None else 'neither'}")
-        _positive_int(num_workers, "num_workers")
+        num_workers = check_int(type(self).__name__, "num_workers", num_workers, minimum=1)
         for what, fn in (("worker_factory", worker_factory), ("map_func", map_func)):
             if fn is not None and not callable(fn):
                 raise TypeError(f"{what} must be callable, got {fn!r}")
-        if size is not None:
-            _positive_int(size, "size (datapoints per pass, or None)")
+        size = check_int(type(self).__name__, "size", size, minimum=1, none_ok=True,
+                         note="datapoints per pass")
         self._init_workers(start_method)
         self.dataflow = dataflow
         self.num_workers = num_workers
@@ -173,8 +169,8 @@ class MultiProcessRunner(WorkerProcesses, ProxyDataFlow):
 
     def __init__(self, ds: Any, num_prefetch: int, num_proc: int, *, start_method: str = "spawn") -> None:
         ProxyDataFlow.__init__(self, ds)
-        self.num_prefetch = _positive_int(num_prefetch, "num_prefetch")
-        self.num_proc = _positive_int(num_proc, "num_proc")
+        self.num_prefetch = check_int(type(self).__name__, "num_prefetch", num_prefetch, minimum=1)
+        self.num_proc = check_int(type(self).__name__, "num_proc", num_proc, minimum=1)
         self._init_workers(start_method)
 
     @property
@@ -220,7 +216,8 @@ class MultiProcessRunnerZMQ(MultiProcessRunner):
     (lists, dicts, numbers, str, bytes, NumPy arrays), as tensorpack's did."""
 
     def __init__(self, ds: Any, num_proc: int = 1, hwm: int = 50, *, start_method: str = "spawn") -> None:
-        super().__init__(ds, num_prefetch=_positive_int(hwm, "hwm"), num_proc=num_proc,
+        super().__init__(ds, num_prefetch=check_int(type(self).__name__, "hwm", hwm, minimum=1),
+                         num_proc=num_proc,
                          start_method=start_method)
         self.hwm = hwm
 

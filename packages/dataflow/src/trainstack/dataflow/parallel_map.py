@@ -24,6 +24,8 @@ from copy import copy
 from multiprocessing.connection import wait
 from typing import Any, Callable, Iterator
 
+from trainstack.loop.checks import check_int
+
 from ._worker import run_map_worker
 from ._workers import Worker, WorkerProcesses, pickle_payload, receive, worker_failure, worker_seeds
 from .base import ProxyDataFlow
@@ -34,15 +36,12 @@ from .protocol import repeat_passes, reset_dataflow
 __all__ = ["MultiProcessMapData", "MultiProcessMapDataZMQ", "MultiThreadMapData"]
 
 
-def _check(value: Any, what: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ValueError(f"{what} must be a positive int, got {value!r}")
-    return value
-
-
-def _workers(count: int | None, name: str) -> int:
+def _workers(flow: Any, count: int | None, name: str) -> int:
     """The checked worker count ``name`` of a parallel map; None: one per CPU core."""
-    return _check((os.cpu_count() or 1) if count is None else count, name)
+    if count is None:
+        return os.cpu_count() or 1
+    return check_int(type(flow).__name__, name, count, minimum=1, none_ok=True,
+                     note="None: one per CPU core")
 
 
 def _set_map_options(flow: Any, map_func: Any, buffer_size: int, strict: bool) -> None:
@@ -50,7 +49,7 @@ def _set_map_options(flow: Any, map_func: Any, buffer_size: int, strict: bool) -
     if map_func is None or not callable(map_func):
         raise TypeError(f"{type(flow).__name__} needs a callable map_func, got {map_func!r}")
     flow.map_func = map_func
-    flow.buffer_size = _check(buffer_size, "buffer_size")
+    flow.buffer_size = check_int(type(flow).__name__, "buffer_size", buffer_size, minimum=1)
     flow.strict = bool(strict)
 
 
@@ -70,7 +69,7 @@ class MultiProcessMapData(WorkerProcesses, ProxyDataFlow):
                  *, buffer_size: int = 200, strict: bool = False, start_method: str = "spawn") -> None:
         ProxyDataFlow.__init__(self, ds)
         _set_map_options(self, map_func, buffer_size, strict)
-        self.num_proc = _workers(num_proc, "num_proc")
+        self.num_proc = _workers(self, num_proc, "num_proc")
         self._init_workers(start_method)
         self._source: Iterator[Any] | None = None
 
@@ -164,7 +163,7 @@ class MultiThreadMapData(ProxyDataFlow):
                  *, buffer_size: int = 200, strict: bool = False) -> None:
         super().__init__(ds)
         _set_map_options(self, map_func, buffer_size, strict)
-        self.num_thread = _workers(num_thread, "num_thread")
+        self.num_thread = _workers(self, num_thread, "num_thread")
         self._pool: concurrent.futures.ThreadPoolExecutor | None = None
         self._pending: set[concurrent.futures.Future] = set()
         self._source: Iterator[Any] | None = None

@@ -6,6 +6,8 @@ from typing import Any, Callable, Iterable, Iterator, Sequence
 
 import numpy as np
 
+from trainstack.loop.checks import check_int
+
 from .base import DataFlow, RNGDataFlow, SizeUnknownError
 
 __all__ = ["DataFromList", "DataFromGenerator", "DataFromIterable", "FakeData"]
@@ -83,15 +85,13 @@ class FakeData(RNGDataFlow):
                  domain: tuple[float, float] | Sequence[tuple[float, float]] = (0, 1)) -> None:
         super().__init__()
         self.shapes = [tuple(int(d) for d in shape) for shape in shapes]
-        self._size = int(size)
+        self._size = check_int("FakeData", "size", size, minimum=0)
         self.random = random
         self.dtype = [dtype] * len(shapes) if isinstance(dtype, (str, np.dtype, type)) else list(dtype)
         self.domain = [domain] * len(shapes) if isinstance(domain, tuple) else list(domain)
         if len(self.dtype) != len(self.shapes) or len(self.domain) != len(self.shapes):
             raise ValueError(f"FakeData: {len(self.shapes)} shapes need as many dtypes and domains, got "
                              f"{len(self.dtype)} dtypes and {len(self.domain)} domains")
-        if self._size < 0:
-            raise ValueError(f"FakeData: size must be >= 0, got {size}")
 
     def __len__(self) -> int:
         return self._size

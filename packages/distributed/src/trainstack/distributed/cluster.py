@@ -20,6 +20,8 @@ import socket
 from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
+from trainstack.loop.checks import check_int
+
 __all__ = ["ClusterSpec", "ClusterSpecError", "free_ports", "local_cluster", "TF_CONFIG"]
 
 #: the environment variable TensorFlow reads the cluster spec from
@@ -49,8 +51,8 @@ class ClusterSpec:
         if self.task_type not in self.cluster:
             raise ClusterSpecError(f"task type {self.task_type!r} is not in the cluster, which has "
                                    f"{sorted(self.cluster)}")
-        if isinstance(self.task_index, bool) or not isinstance(self.task_index, int):
-            raise ClusterSpecError(f"task index must be an int, got {self.task_index!r}")
+        object.__setattr__(self, "task_index",
+                           check_int("ClusterSpec", "task_index", self.task_index, error=ClusterSpecError))
         count = len(self.cluster[self.task_type])
         if not 0 <= self.task_index < count:
             raise ClusterSpecError(f"task index {self.task_index} is out of range: the cluster has "
@@ -176,8 +178,7 @@ def _check_cluster(cluster: Any) -> dict[str, tuple[str, ...]]:
 
 def free_ports(n: int, host: str = "localhost") -> list[int]:
     """``n`` distinct TCP ports free on ``host`` now (bound, then released, by the OS)."""
-    if isinstance(n, bool) or not isinstance(n, int) or n < 0:
-        raise ValueError(f"free_ports(n) needs a count >= 0, got {n!r}")
+    n = check_int("free_ports", "n", n, minimum=0)
     sockets, ports = [], []
     try:
         for _ in range(n):
@@ -196,10 +197,8 @@ def local_cluster(num_workers: int, num_ps: int = 0, chief: bool = False,
                   host: str = "localhost") -> dict[str, list[str]]:
     """A cluster dict of local tasks on free ports: ``num_workers`` workers, ``num_ps``
     parameter servers and, with ``chief``, a chief."""
-    if isinstance(num_workers, bool) or not isinstance(num_workers, int) or num_workers < 1:
-        raise ValueError(f"local_cluster needs num_workers >= 1, got {num_workers!r}")
-    if isinstance(num_ps, bool) or not isinstance(num_ps, int) or num_ps < 0:
-        raise ValueError(f"local_cluster needs num_ps >= 0, got {num_ps!r}")
+    num_workers = check_int("local_cluster", "num_workers", num_workers, minimum=1)
+    num_ps = check_int("local_cluster", "num_ps", num_ps, minimum=0)
     ports = iter(free_ports(num_workers + num_ps + int(chief), host))
     cluster: dict[str, list[str]] = {}
     if chief:

@@ -47,11 +47,12 @@ from typing import Any, Sequence
 
 import tensorflow as tf
 
-from trainstack.callbacks import JSONWriter, TFEventWriter, get_logger_dir
+from trainstack.callbacks import get_logger_dir
 from trainstack.inputs import FeedInput, InputSource
 from trainstack.loop import Callback, MonitorBase, TrainLoop
 from trainstack.towers import SingleCostTrainer
 
+from ._writers import without_logger_dir_writers
 from .interrupt import AgreedInterrupt
 
 __all__ = ["HorovodTrainer", "BroadcastVariables", "HorovodShutdownError", "import_horovod"]
@@ -128,13 +129,7 @@ class HorovodTrainer(AgreedInterrupt, SingleCostTrainer):
         """On non-chief ranks, drop the monitors that would write into the chief's logger directory."""
         chief_dir = self.hvd.broadcast_object(_logger_dir(), root_rank=0, name="trainstack_logger_dir")
         if not self.is_chief and chief_dir is not None and _logger_dir() == chief_dir:
-            kept = [m for m in monitors if not _writes_to_logger_dir(m)]
-            for m in monitors:
-                if m not in kept:
-                    logger.info("HorovodTrainer: rank %d skips %s: it would write into rank 0's logger "
-                                "directory %s (set another one on this rank, or give it logdir=).",
-                                self.rank, m.name, chief_dir)
-            monitors = kept
+            monitors = without_logger_dir_writers(monitors, f"HorovodTrainer rank {self.rank}")
         super().setup_callbacks(callbacks, monitors)
 
     def _as_input_source(self, input: Any) -> InputSource:
@@ -167,19 +162,16 @@ class HorovodTrainer(AgreedInterrupt, SingleCostTrainer):
 
         Sparse gradients (``tf.IndexedSlices``, e.g. of an embedding) are reduced as dense tensors.
         """
-        present = [k for k, (g, _) in enumerate(grads_and_vars) if g is not None]
-        if not present or self.size == 1:
+        if self.size == 1 or all(g is None for g, _ in grads_and_vars):
             return grads_and_vars
-        dense = [tf.convert_to_tensor(grads_and_vars[k][0]) for k in present]
-        dense.append(self.stop_request_tensor(dense[0].dtype))  # rides along: see interrupt.py
         op = self.hvd.Average if self.average else self.hvd.Sum
-        with tf.name_scope("HorovodAllReduce"):
-            *reduced, stop = self.hvd.grouped_allreduce(dense, op=op, compression=self.compression)
-        self._record_stop_agreed(stop)
-        out = list(grads_and_vars)
-        for k, g in zip(present, reduced):
-            out[k] = (g, grads_and_vars[k][1])
-        return out
+
+        def reduce(tensors: list[tf.Tensor]) -> list[tf.Tensor]:
+            with tf.name_scope("HorovodAllReduce"):
+                return self.hvd.grouped_allreduce(tensors, op=op, compression=self.compression)
+
+        # the stop request rides along (see interrupt.py)
+        return self._all_reduce_gradients(grads_and_vars, reduce)
 
     # -- initialization ---------------------------------------------------------------------------
     def _initialize(self, session_init: Any = None, **kwargs: Any) -> None:
@@ -271,11 +263,6 @@ def _pin_gpu(local_rank: int) -> None:
 def _logger_dir() -> str | None:
     directory = get_logger_dir()
     return None if directory is None else os.path.realpath(directory)
-
-
-def _writes_to_logger_dir(monitor: MonitorBase) -> bool:
-    # JSONWriter and TFEventWriter take logdir=None to mean "the logger directory"
-    return isinstance(monitor, (JSONWriter, TFEventWriter)) and getattr(monitor, "_logdir", None) is None
 
 
 def _as_tf_variable(v: Any) -> tf.Variable:

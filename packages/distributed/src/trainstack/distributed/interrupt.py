@@ -11,7 +11,7 @@ signal's status, the others with SIGTERM's (they were stopped from elsewhere).
 from __future__ import annotations
 
 import logging
-from typing import Any
+from typing import Any, Callable
 
 import tensorflow as tf
 
@@ -25,10 +25,11 @@ logger = logging.getLogger("trainstack.distributed")
 class AgreedInterrupt:
     """Trainer mixin (before the trainer class in the bases): see the module docstring.
 
-    The trainer calls :meth:`_init_stop_agreement` in ``__init__``, appends
-    :meth:`stop_request_tensor` to the tensors of its gradient all-reduce and
-    passes the reduced value to :meth:`_record_stop_agreed`, in the traced step.
-    ``_num_processes()`` is the hook that says how many processes train together.
+    The trainer calls :meth:`_init_stop_agreement` in ``__init__`` and, in the traced step,
+    reduces its gradients with :meth:`_all_reduce_gradients`, which appends
+    :meth:`stop_request_tensor` to them and passes its reduced value to
+    :meth:`_record_stop_agreed`. ``_num_processes()`` is the hook that says how many
+    processes train together.
     """
 
     def _init_stop_agreement(self) -> None:
@@ -47,6 +48,25 @@ class AgreedInterrupt:
     def _record_stop_agreed(self, reduced: tf.Tensor) -> None:
         """Keep the all-reduced requests (> 0 when any process made one) for after the step."""
         self._stop_agreed.assign(tf.cast(tf.reshape(reduced, []), tf.float32))
+
+    def _all_reduce_gradients(self, grads_and_vars: list,
+                              reduce: Callable[[list[tf.Tensor]], Any]) -> list:
+        """``grads_and_vars`` with its gradients all-reduced across the processes, in the traced step.
+
+        ``reduce`` is the trainer's collective: it takes a list of tensors and returns the list
+        of their reductions (one grouped call). The gradients go to it as dense tensors (sparse
+        ones, ``tf.IndexedSlices``, e.g. of an embedding, are densified), followed by this
+        process's :meth:`stop_request_tensor`, whose reduction :meth:`_record_stop_agreed`
+        keeps. None gradients stay None.
+        """
+        present = [k for k, (g, _) in enumerate(grads_and_vars) if g is not None]
+        grads = [tf.convert_to_tensor(grads_and_vars[k][0]) for k in present]
+        *reduced, stop = reduce([*grads, self.stop_request_tensor(grads[0].dtype if grads else tf.float32)])
+        self._record_stop_agreed(stop)
+        out = list(grads_and_vars)
+        for k, g in zip(present, reduced):
+            out[k] = (g, grads_and_vars[k][1])
+        return out
 
     def on_interrupt(self, signal_name: str) -> None:
         if self._num_processes() == 1:

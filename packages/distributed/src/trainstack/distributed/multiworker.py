@@ -43,12 +43,12 @@ from typing import Any, Callable, Mapping, Sequence
 
 import tensorflow as tf
 
-from trainstack.callbacks import JSONWriter, TFEventWriter
-from trainstack.loop import Callback
+from trainstack.loop import Callback, MonitorBase
 from trainstack.towers import SingleCostTrainer
 from trainstack.towers.trainers.replicated import create_variables_outside_function
 from trainstack.towers.trainers.trainer import TowerResult
 
+from ._writers import without_logger_dir_writers
 from .cluster import ClusterSpec
 from .interrupt import AgreedInterrupt
 
@@ -179,11 +179,12 @@ class DistributedTrainerReplicated(AgreedInterrupt, SingleCostTrainer):
             self.register_callback(BroadcastFromChief(self.strategy, others))
 
     # -- one step ---------------------------------------------------------------------------------
-    def _build_towers(self, tower_inputs: list[list[tf.Tensor]]) -> list[TowerResult]:
+    def _build_towers(self, tower_inputs: list[list[tf.Tensor]],
+                      record_summaries: bool = True) -> list[TowerResult]:
         results: list[TowerResult] = []
 
         def replica_step() -> None:
-            result = self._build_tower(0, tower_inputs[0])
+            result = self._build_tower(0, tower_inputs[0], record_summaries)
             if self._trains:
                 result = result._replace(grads_and_vars=self._all_reduce(result.grads_and_vars))
             results.append(result)
@@ -192,28 +193,19 @@ class DistributedTrainerReplicated(AgreedInterrupt, SingleCostTrainer):
         return results
 
     def _all_reduce(self, grads_and_vars: list) -> list:
-        """The gradients all-reduced across the workers (None gradients kept as None)."""
-        present = [i for i, (g, _) in enumerate(grads_and_vars) if g is not None]
+        """The gradients all-reduced across the workers (None gradients kept as None), in a replica."""
         op = tf.distribute.ReduceOp.MEAN if self.average else tf.distribute.ReduceOp.SUM
-        grads = [tf.convert_to_tensor(grads_and_vars[i][0]) for i in present]
-        *reduced, stop = tf.distribute.get_replica_context().all_reduce(
-            op, [*grads, self.stop_request_tensor(grads[0].dtype if grads else tf.float32)])
-        self._record_stop_agreed(stop)
-        out = list(grads_and_vars)
-        for i, g in zip(present, reduced):
-            out[i] = (g, grads_and_vars[i][1])
-        return out
+        context = tf.distribute.get_replica_context()
+        return self._all_reduce_gradients(grads_and_vars, lambda tensors: context.all_reduce(op, tensors))
 
     # -- callbacks ----------------------------------------------------------------------------------
-    def register_callback(self, cb: Callback) -> bool:
-        # a writer given its own logdir keeps it; one that would take the logger directory is
-        # dropped (JSONWriter has no public accessor for its logdir argument)
-        if (not self.is_chief and isinstance(cb, (JSONWriter, TFEventWriter))
-                and getattr(cb, "_logdir", None) is None):
-            logger.info("%s writes into the logger directory: skipped on non-chief worker %s.",
-                        cb.name, self.cluster_spec.task_name)
-            return False
-        return super().register_callback(cb)
+    def setup_callbacks(self, callbacks: Sequence[Callback], monitors: Sequence[MonitorBase]) -> None:
+        """On non-chief workers, drop the monitors that would write into the logger directory
+        (a writer given its own ``logdir`` stays)."""
+        if not self.is_chief:
+            monitors = without_logger_dir_writers(
+                monitors, f"DistributedTrainerReplicated worker {self.cluster_spec.task_name}")
+        super().setup_callbacks(callbacks, monitors)
 
 
 class BroadcastFromChief(Callback):

@@ -13,6 +13,7 @@ import itertools
 from typing import Any, Iterator
 
 from trainstack.inputs import dataflow_size, reset_dataflow
+from trainstack.loop.checks import check_int
 
 __all__ = ["ShardedDataFlow", "shard_dataflow"]
 
@@ -21,11 +22,9 @@ class ShardedDataFlow:
     """Rank ``rank``'s shard of ``dataflow`` among ``size`` processes; see the module docstring."""
 
     def __init__(self, dataflow: Any, rank: int, size: int) -> None:
-        for name, value in (("rank", rank), ("size", size)):
-            if isinstance(value, bool) or not isinstance(value, int):
-                raise TypeError(f"shard_dataflow({name}=...) must be an int, got {value!r}")
-        if size < 1 or not 0 <= rank < size:
-            raise ValueError(f"shard_dataflow needs 0 <= rank < size, got rank={rank}, size={size}")
+        size = check_int("shard_dataflow", "size", size, minimum=1)
+        rank = check_int("shard_dataflow", "rank", rank, minimum=0, maximum=size - 1,
+                         note=f"one of the {size} processes")
         self.dataflow, self.rank, self.size = dataflow, rank, size
 
     def __len__(self) -> int:

@@ -33,6 +33,7 @@ from typing import Iterator, Mapping, Sequence
 import tensorflow as tf
 
 from trainstack.loop import Callback
+from trainstack.loop.checks import check_int
 
 from .errors import InputError
 from .signature import check_tensors, normalize_signature
@@ -69,8 +70,7 @@ class InputSource:
         to register."""
         if self._signature is not None:
             raise InputError(f"{self.name} was already set up; an InputSource serves one trainer")
-        if not isinstance(num_towers, int) or num_towers < 1:
-            raise ValueError(f"num_towers must be a positive int, got {num_towers!r}")
+        num_towers = check_int(f"{type(self).__name__}.setup", "num_towers", num_towers, minimum=1)
         signature = normalize_signature(input_signature)
         self.num_towers = num_towers
         self._setup(signature)

@@ -11,6 +11,8 @@ from typing import Any, Iterator, Sequence
 
 import tensorflow as tf
 
+from trainstack.loop.checks import check_int
+
 from .dataflow import dataflow_size
 from .errors import InputError, InputSignatureError
 from .queue import QueueInput
@@ -33,8 +35,7 @@ class BatchQueueInput(QueueInput):
     """
 
     def __init__(self, dataflow: Any, batch_size: int, queue_size: int | None = None) -> None:
-        if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
-            raise ValueError(f"BatchQueueInput: batch_size must be a positive int, got {batch_size!r}")
+        batch_size = check_int("BatchQueueInput", "batch_size", batch_size, minimum=1)
         super().__init__(dataflow, queue_size=1 if queue_size is None else queue_size)
         self.batch_size = batch_size
         self._requested_queue_size = queue_size

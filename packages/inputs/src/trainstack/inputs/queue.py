@@ -15,6 +15,7 @@ from typing import Any, Iterator, Sequence
 import tensorflow as tf
 
 from trainstack.loop import Callback
+from trainstack.loop.checks import check_int
 
 from .base import FeedfreeInput
 from .dataflow import close_workers, dataflow_size, numbered_passes, reset_dataflow
@@ -39,10 +40,8 @@ class QueueInput(FeedfreeInput):
 
     def __init__(self, dataflow: Any, queue_size: int = 50) -> None:
         super().__init__()
-        if not isinstance(queue_size, int) or queue_size < 1:
-            raise ValueError(f"queue_size must be a positive int, got {queue_size!r}")
+        self.queue_size = check_int(type(self).__name__, "queue_size", queue_size, minimum=1)
         self.dataflow = dataflow
-        self.queue_size = queue_size
         self.queue: tf.queue.FIFOQueue | None = None
         self._thread: threading.Thread | None = None
         self._stop = threading.Event()

@@ -29,6 +29,7 @@ from typing import Iterator, Mapping
 import tensorflow as tf
 
 from trainstack.loop import Callback
+from trainstack.loop.checks import check_int
 
 from .base import FeedfreeInput
 from .errors import InputError
@@ -57,8 +58,7 @@ class StagingInput(FeedfreeInput):
             raise TypeError(f"StagingInput wraps a FeedfreeInput (a queue, a dataset, tensors), got "
                             f"{input!r} ({type(input).__name__}); inputs fed from Python have no "
                             "graph-side batch to stage")
-        if isinstance(nr_stage, bool) or not isinstance(nr_stage, int) or nr_stage < 1:
-            raise ValueError(f"StagingInput: nr_stage must be a positive int, got {nr_stage!r}")
+        nr_stage = check_int("StagingInput", "nr_stage", nr_stage, minimum=1)
         if device is not None and not isinstance(device, str):
             raise TypeError(f"StagingInput: device must be a device name (str) or None, got {device!r}")
         self.input = input

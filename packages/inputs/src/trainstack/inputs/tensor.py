@@ -6,6 +6,8 @@ from typing import Callable, Sequence
 import numpy as np
 import tensorflow as tf
 
+from trainstack.loop.checks import check_int
+
 from .base import FeedfreeInput
 from .errors import InputError, InputSignatureError
 
@@ -27,11 +29,8 @@ class TensorInput(FeedfreeInput):
         if not callable(get_tensor_fn):
             raise TypeError(f"{self.name} needs a function returning a list of tensors, "
                             f"got {get_tensor_fn!r} ({type(get_tensor_fn).__name__})")
-        if size is not None and (isinstance(size, bool) or not isinstance(size, (int, np.integer))
-                                 or size < 1):
-            raise ValueError(f"{self.name}: size must be a positive int or None, got {size!r}")
+        self._fixed_size = check_int(type(self).__name__, "size", size, minimum=1, none_ok=True)
         self.get_tensor_fn = get_tensor_fn
-        self._fixed_size = None if size is None else int(size)
 
     def _size(self) -> int:
         if self._fixed_size is None:

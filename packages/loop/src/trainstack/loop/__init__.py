@@ -4,6 +4,7 @@ Pure Python: nothing here imports a third-party package.
 """
 from .argtools import memoized, memoized_method
 from .callback import HOOKS, Callback
+from .checks import ArgumentError, check_int, check_number, is_int
 from .group import Callbacks
 from .interrupt import TrainingInterrupted, second_signal_hint, stop_after_this_step
 from .monitors import MonitorBase, Monitors
@@ -20,6 +21,8 @@ __all__ = [
     "Callback", "Callbacks", "DEFAULT_MAX_EPOCH", "FetchableStep", "HOOKS", "MonitorBase",
     "Monitors", "RunArgs", "RunContext", "RunValues", "StopTraining", "TrainLoop", "Trainer",
     "TrainingInterrupted", "call_step",
+    # argument checks shared by every layer (trainstack.loop.checks)
+    "ArgumentError", "check_int", "check_number", "is_int",
     # tensorpack.utils.argtools
     "memoized", "memoized_method",
 ]

@@ -9,6 +9,10 @@ ends the program with status ``128 + signal number``, as the signal would have.
 A second Ctrl-C raises ``KeyboardInterrupt`` at once (``after_train`` still
 runs, as for any error, but savers no longer save); a second SIGTERM is
 ignored (a scheduler's repeated request to stop), the first is being served.
+
+``main_loop(..., handle_signals=False)`` (``train``, ``train_with_defaults``,
+``TrainConfig(handle_signals=False)``) installs no handler: the process's own
+stay (see :meth:`Trainer.main_loop` for what is lost).
 """
 from __future__ import annotations
 

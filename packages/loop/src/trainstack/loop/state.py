@@ -5,8 +5,9 @@ from here (through ``trainer.epoch_num`` etc.) instead of keeping copies.
 """
 from __future__ import annotations
 
-import numbers
 from typing import Any, Iterator
+
+from .checks import check_int
 
 __all__ = ["TrainLoop"]
 
@@ -67,17 +68,19 @@ class TrainLoop:
 
     def configure(self, steps_per_epoch: int, starting_epoch: int | None, max_epoch: int) -> None:
         """Set the loop's bounds. After ``load_state_dict`` the position is kept."""
-        steps_per_epoch = _non_negative_int("steps_per_epoch", steps_per_epoch)
-        max_epoch = _non_negative_int("max_epoch", max_epoch)
+        steps_per_epoch = check_int("TrainLoop.configure", "steps_per_epoch", steps_per_epoch, minimum=0)
+        max_epoch = check_int("TrainLoop.configure", "max_epoch", max_epoch, minimum=0)
         if self._loaded:
-            if starting_epoch is not None and int(starting_epoch) != self.starting_epoch:
+            if starting_epoch is not None and check_int(
+                    "TrainLoop.configure", "starting_epoch", starting_epoch, minimum=0) != self.starting_epoch:
                 raise ValueError(
                     f"starting_epoch={starting_epoch} conflicts with the loaded loop state, "
                     f"which resumes a run that started at epoch {self.starting_epoch}; "
                     "pass starting_epoch=None (or the same value) to resume it")
         else:
-            self.starting_epoch = _non_negative_int(
-                "starting_epoch", 1 if starting_epoch is None else starting_epoch)
+            self.starting_epoch = check_int(
+                "TrainLoop.configure", "starting_epoch", 1 if starting_epoch is None else starting_epoch,
+                minimum=0)
             self.epoch_num = self.starting_epoch - 1
             self.local_step = -1
             self.epoch_finished = True
@@ -96,7 +99,7 @@ class TrainLoop:
     def steps(self, steps_per_run: int = 1) -> Iterator[int]:
         """Yield, run after run, the last local step of each run of up to ``steps_per_run``
         steps left in the current epoch (``run_size`` says how many); mark it finished after."""
-        steps_per_run = _positive_int("steps_per_run", steps_per_run)
+        steps_per_run = check_int("TrainLoop.steps", "steps_per_run", steps_per_run, minimum=1)
         first = self.local_step + 1
         try:
             while first < self.steps_per_epoch:
@@ -125,15 +128,3 @@ class TrainLoop:
                 raise TypeError(f"loop state {k!r} must be {expected.__name__}, got {v!r}")
             setattr(self, k, v)
         self._loaded = True
-
-
-def _positive_int(name: str, value: Any) -> int:
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 1:
-        raise ValueError(f"{name} must be a positive integer, got {value!r}")
-    return int(value)
-
-
-def _non_negative_int(name: str, value: Any) -> int:
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 0:
-        raise ValueError(f"{name} must be a non-negative integer, got {value!r}")
-    return int(value)

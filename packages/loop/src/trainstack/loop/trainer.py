@@ -13,6 +13,7 @@ A run is three calls, which :meth:`Trainer.train` makes in order::
 """
 from __future__ import annotations
 
+import contextlib
 import logging
 import time
 from typing import Any, Callable, Sequence
@@ -29,11 +30,6 @@ from .stop import StopTraining
 __all__ = ["Trainer", "DEFAULT_MAX_EPOCH"]
 
 logger = logging.getLogger("trainstack.loop")
-
-#: Functions ``f(trainer) -> Callback | None`` asked by :meth:`Trainer.setup_callbacks` for a
-#: callback to add after the user's (for state a layer above keeps in step with the loop, e.g.
-#: the global-step variable of ``trainstack.towers.get_global_step_var``). Not public.
-_implicit_callbacks: list[Callable[["Trainer"], Callback | None]] = []
 
 #: tensorpack's default for ``max_epoch``: practically "until stopped".
 DEFAULT_MAX_EPOCH = 9999999
@@ -120,10 +116,8 @@ class Trainer:
             if isinstance(cb, MonitorBase):
                 raise TypeError(f"{cb.name} is a monitor; pass it in monitors=, not callbacks=")
             self.register_callback(cb)
-        for factory in list(_implicit_callbacks):
-            extra = factory(self)
-            if extra is not None:
-                self.register_callback(extra)
+        for extra in self.implicit_callbacks():
+            self.register_callback(extra)
         registered = []
         for m in monitors:
             if not isinstance(m, MonitorBase):
@@ -212,7 +206,7 @@ class Trainer:
 
     # -- the loop ----------------------------------------------------------------------
     def main_loop(self, steps_per_epoch: int, starting_epoch: int | None = None,
-                  max_epoch: int = DEFAULT_MAX_EPOCH) -> None:
+                  max_epoch: int = DEFAULT_MAX_EPOCH, *, handle_signals: bool = True) -> None:
         """Run epochs ``starting_epoch .. max_epoch`` (inclusive) of ``steps_per_epoch`` steps.
 
         ``starting_epoch`` defaults to 1, or, after ``trainer.loop.load_state_dict``,
@@ -221,13 +215,24 @@ class Trainer:
         error propagates after every callback's ``after_train`` has run. SIGTERM or
         Ctrl-C stop it after the current step; once every ``after_train`` has run,
         :class:`TrainingInterrupted` exits with the signal's status (see interrupt.py).
+
+        For that, the loop installs its own SIGTERM and SIGINT handlers while it runs in the
+        main thread, and puts the previous ones back after. ``handle_signals=False`` leaves
+        the process's handlers alone (a notebook, a hyper-parameter sweep, a host program with
+        handlers of its own); what is lost then: a SIGTERM does whatever the process's handler
+        does (by default it ends the process at once: no checkpoint of the current step, no
+        ``after_train``), and Ctrl-C raises ``KeyboardInterrupt`` in the middle of the step
+        (``after_train`` still runs, as for any error, but savers do not save).
         """
+        if not isinstance(handle_signals, bool):
+            raise TypeError(f"{type(self).__name__}.main_loop(handle_signals=...) must be True or False, "
+                            f"got {handle_signals!r}")
         group = self.callbacks
         loop = self.loop
         loop.configure(steps_per_epoch, starting_epoch, max_epoch)
         loop.stop_reason = loop.interrupted = None
         steps_per_run = self._run_size_limit()
-        with interruptible(loop, self.on_interrupt):
+        with interruptible(loop, self.on_interrupt) if handle_signals else contextlib.nullcontext():
             self._run_loop(group, steps_per_run)
         if loop.interrupted is not None:
             stop = TrainingInterrupted(loop.interrupted, loop.global_step)
@@ -292,18 +297,22 @@ class Trainer:
 
     def train(self, callbacks: Sequence[Callback], monitors: Sequence[MonitorBase],
               steps_per_epoch: int, starting_epoch: int | None = None,
-              max_epoch: int = DEFAULT_MAX_EPOCH, **initialize_kwargs: Any) -> None:
-        """``setup_callbacks``, ``initialize`` and ``main_loop``, in that order."""
+              max_epoch: int = DEFAULT_MAX_EPOCH, *, handle_signals: bool = True,
+              **initialize_kwargs: Any) -> None:
+        """``setup_callbacks``, ``initialize`` and ``main_loop``, in that order.
+        ``handle_signals=False``: leave the process's SIGTERM/SIGINT handlers alone (see
+        :meth:`main_loop` for what is lost)."""
         _ensure_log_handler()
         self.setup_callbacks(callbacks, monitors)
         self.initialize(**initialize_kwargs)
-        self.main_loop(steps_per_epoch, starting_epoch, max_epoch)
+        self.main_loop(steps_per_epoch, starting_epoch, max_epoch, handle_signals=handle_signals)
 
     def train_with_defaults(self, *, callbacks: Sequence[Callback] | None = None,
                             monitors: Sequence[MonitorBase] | None = None,
                             extra_callbacks: Sequence[Callback] | None = None,
                             steps_per_epoch: int | None = None, starting_epoch: int | None = None,
-                            max_epoch: int = DEFAULT_MAX_EPOCH, **initialize_kwargs: Any) -> None:
+                            max_epoch: int = DEFAULT_MAX_EPOCH, handle_signals: bool = True,
+                            **initialize_kwargs: Any) -> None:
         """Like :meth:`train`, with defaults for everything but ``steps_per_epoch``.
 
         ``extra_callbacks`` (default :meth:`default_extra_callbacks`) are added after
@@ -314,7 +323,8 @@ class Trainer:
         extra = self.default_extra_callbacks() if extra_callbacks is None else extra_callbacks
         monitors = self.default_monitors() if monitors is None else monitors
         self.train([*_as_list("callbacks", callbacks or []), *_as_list("extra_callbacks", extra)],
-                   monitors, steps_per_epoch, starting_epoch, max_epoch, **initialize_kwargs)
+                   monitors, steps_per_epoch, starting_epoch, max_epoch, handle_signals=handle_signals,
+                   **initialize_kwargs)
 
     def default_extra_callbacks(self) -> list[Callback]:
         """Callbacks added by :meth:`train_with_defaults`; none in the base loop."""
@@ -322,6 +332,12 @@ class Trainer:
 
     def default_monitors(self) -> list[MonitorBase]:
         """Monitors used by :meth:`train_with_defaults`; none in the base loop."""
+        return []
+
+    def implicit_callbacks(self) -> list[Callback]:
+        """Callbacks :meth:`setup_callbacks` adds after the user's, always: for state a subclass
+        keeps in step with the loop (the towers' trainers: the variable tensorpack's
+        ``get_global_step_var()`` reads). None in the base loop."""
         return []
 
     def _default_steps_per_epoch(self) -> int:

@@ -4,19 +4,17 @@ A tower function builds one replicate of the model; trainers call it under a
 TowerContext (training towers ``tower0..``, inference towers for predictors),
 trace one step function from it, and keep the graph frozen afterwards.
 """
-# Each subpackage imports only those listed before it (.importlinter checks it); legacy, the
-# older (003) API on top of the current one, comes last: importing it registers the older forms.
-# -- towers, ModelDesc, gradient processors, the traced step (H3); TF1 calls that fail clearly (issue 13)
-from .tower import (FilterNoneGrad, GlobalNormClip, GradientProcessor, GraphBuildError, GraphOp, MapGradient,
-                    ModelDesc, ModelDescBase, ProcessedOptimizer, RetraceError, ScaleGradient, SummaryGradient,
-                    TF1CallError, TowerContext, TowerFunc, TowerHandle, TowerHandles, TracedStep,
-                    VariableReuseError, apply_grad_processors, check_eager_execution, get_current_tower_context,
-                    minimize)
-from .tower import tf1_guard as _tf1_guard
+# Each subpackage imports only those listed before it (.importlinter checks it); tf1, the room
+# of tensorpack's TF1 world (and its older trainer API), comes last and plugs into the core below.
+# -- towers, ModelDesc, gradient processors, the traced step (H3)
+from .tower import (FilterNoneGrad, GlobalNormClip, GradientProcessor, MapGradient, ModelDesc, ModelDescBase,
+                    ProcessedOptimizer, RetraceError, ScaleGradient, SummaryGradient, TowerContext, TowerFunc,
+                    TowerHandle, TowerHandles, TracedStep, VariableReuseError, apply_grad_processors,
+                    check_eager_execution, get_current_tower_context)
 
 # -- initializers (SessionInit), the runtime config (H4), devices (issue 6)
-from .session import (ChainInit, CheckpointInit, DictRestore, InitReport, JustCurrentSession, RuntimeConfig,
-                      SaverRestore, SaverRestoreRelaxed, SessionInit, SmartInit, get_model_loader,
+from .session import (ChainInit, CheckpointInit, DictRestore, InitReport, JustCurrentSession, ResumeError,
+                      RuntimeConfig, SaverRestore, SaverRestoreRelaxed, SessionInit, SmartInit, get_model_loader,
                       logical_cpu_devices, reject_session_args, resolve_devices)
 
 # -- predictors, inference, SavedModel export (H5); data-parallel inference (issue 6)
@@ -32,14 +30,17 @@ from .trainers import (AsyncMultiGPUTrainer, LeastLoadedDeviceSetter, MultiGPUTr
 # -- TrainConfig, launch_train_with_config (H6)
 from .run import AutoResumeTrainConfig, LoopStateInit, TrainConfig, apply_default_prefetch, launch_train_with_config
 
-# -- tensorpack's model-side helpers for ported scripts (issue 13)
-from .porting import (DataParallelBuilder, add_param_summary, get_global_step_var, l1_regularizer,
-                      l2_regularizer, regularize_cost)
+# -- the room of tensorpack's TF1 world: its graph-side helpers, custom trainers' graph building,
+#    TF1 calls that fail clearly, tensorpack's aliases and the older (003) API (issue 32)
+from . import tf1
+from .tf1 import (DataParallelBuilder, FeedfreeTrainerBase, GraphBuildError, GraphOp, KerasPhaseCallback,
+                  SimpleFeedfreeTrainer, SingleCostFeedfreeTrainer, TF1CallError, add_param_summary,
+                  get_global_step_var, get_num_gpu, l1_regularizer, l2_regularizer, legacy_get_predictor,
+                  minimize, regularize_cost, tfv1)
 
-# -- the older (003) API (H6)
-from .legacy import FeedfreeTrainerBase, SimpleFeedfreeTrainer, SingleCostFeedfreeTrainer, legacy_get_predictor
-
-_tf1_guard.install()
+# The core's extension points (tower/extension.py, trainers/legacy_hook.py) call the room from
+# here on; nothing in TensorFlow or Keras is replaced until a tower is traced (tf1/switch.py).
+tf1.register()
 
 __all__ = [
     # core (H3)
@@ -51,7 +52,7 @@ __all__ = [
     "GraphBuildError",
     # init (H4)
     "SessionInit", "JustCurrentSession", "CheckpointInit", "SaverRestore", "SaverRestoreRelaxed",
-    "DictRestore", "ChainInit", "SmartInit", "get_model_loader", "InitReport", "RuntimeConfig",
+    "DictRestore", "ChainInit", "SmartInit", "get_model_loader", "InitReport", "ResumeError", "RuntimeConfig",
     "reject_session_args",
     # config (H6)
     "TrainConfig", "AutoResumeTrainConfig", "LoopStateInit", "launch_train_with_config",
@@ -67,5 +68,5 @@ __all__ = [
     # porting tensorpack scripts (issue 13)
     "regularize_cost", "l2_regularizer", "l1_regularizer", "add_param_summary", "get_global_step_var",
     "SimpleDatasetPredictor", "DatasetPredictorBase", "DataParallelBuilder", "check_eager_execution",
-    "TF1CallError",
+    "TF1CallError", "tfv1", "get_num_gpu", "KerasPhaseCallback",
 ]

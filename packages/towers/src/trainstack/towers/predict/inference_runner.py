@@ -31,6 +31,7 @@ import tqdm
 from trainstack.callbacks import summary_collection_scope
 from trainstack.inputs import InputError, InputSource, QueueInput, TFDatasetInput
 from trainstack.loop import Callback, Callbacks, RunContext, Trainer
+from trainstack.loop.checks import check_int
 
 from .inference import Inferencer
 from .predictor import predict_device
@@ -49,9 +50,8 @@ def _device_string(device: int | str | None, who: str) -> str | None:
     """None: no placement; an int k >= 0: GPU k (the CPU when there is no GPU); -1: the CPU."""
     if device is None or isinstance(device, str):
         return device
-    if isinstance(device, bool) or not isinstance(device, int) or device < -1:
-        raise TypeError(f"{who}: device must be None, a device string, an int GPU index or -1 "
-                        f"for the CPU, got {device!r}")
+    device = check_int(who, "device", device, minimum=-1,
+                       note="it takes None, a device string, a GPU index or -1 for the CPU")
     return "/device:CPU:0" if device == -1 else predict_device(device)
 
 

@@ -24,7 +24,7 @@ from typing import Any, Callable, Sequence
 
 import tensorflow as tf
 
-from trainstack.callbacks.saver import SAVER_KEYS
+from trainstack.callbacks.checkpoint_layout import checkpoint_value_names
 
 from ..tower.model_desc import ModelDescBase
 from .predictor import OnlinePredictor
@@ -141,8 +141,7 @@ def _source_keys(init: SessionInit) -> list[str]:
     if isinstance(init, ChainInit):
         return [k for i in init.inits for k in _source_keys(i)]
     if isinstance(init, CheckpointInit):
-        return [name.removesuffix("/.ATTRIBUTES/VARIABLE_VALUE") for name, _ in tf.train.list_variables(init.path)
-                if not name.startswith("_CHECKPOINTABLE") and name.split("/")[0] not in SAVER_KEYS]
+        return checkpoint_value_names(init.path)
     if isinstance(init, DictRestore):
         return sorted(init._values)
     return []

@@ -34,6 +34,7 @@ import tensorflow as tf
 
 from trainstack.callbacks import summary_collection_scope
 from trainstack.inputs import InputSignatureError, check_datapoint
+from trainstack.loop.checks import check_int
 
 from ..tower.tower import TowerContext, TowerFunc
 
@@ -42,8 +43,7 @@ __all__ = ["OnlinePredictor", "predict_device"]
 
 def predict_device(index: int) -> str:
     """The device of predictor ``index``: ``/device:GPU:<index>`` when GPUs exist, else the CPU."""
-    if isinstance(index, bool) or not isinstance(index, int) or index < 0:
-        raise ValueError(f"a predictor device must be a non-negative int, got {index!r}")
+    index = check_int("predict_device", "index", index, minimum=0)
     gpus = tf.config.list_logical_devices("GPU")
     if not gpus:
         return "/device:CPU:0"
@@ -124,7 +124,7 @@ class OnlinePredictor:
 
         placement = tf.device(self.device) if self.device else contextlib.nullcontext()
         with placement:
-            if tower_func._first_tower is None:  # a new model: create its variables in a tf.function
+            if tower_func.first_tower is None:  # a new model: create its variables in a tf.function
                 tf.function(build, input_signature=signature).get_concrete_function()
             wrapped = tf.compat.v1.wrap_function(build, signature=signature)
         handle = tower_func.towers[tower_name]

@@ -21,6 +21,7 @@ import tensorflow as tf
 from trainstack.callbacks import JSONWriter, get_logger_dir, load_loop_state
 from trainstack.inputs import InputError, InputSource, dataflow_size
 from trainstack.loop import Callback, MonitorBase
+from trainstack.loop.checks import check_int, is_int
 
 from ..tower.model_desc import ModelDescBase
 from ..session.runtime import RuntimeConfig, reject_session_args
@@ -62,6 +63,14 @@ class TrainConfig:
     - ``runtime``: a :class:`RuntimeConfig` (threads, soft placement, GPU memory
       growth, XLA), applied by ``launch_train_with_config`` before anything else.
       It replaces TF1's ``session_config``/``session_creator``, which are refused.
+    - ``handle_signals`` (default True): while training, SIGTERM and Ctrl-C stop it after
+      the current step, which ModelSaver saves, by handlers the loop installs for the time of
+      the loop (in the main thread) and removes after. False leaves the process's own
+      handlers alone (notebooks, hyper-parameter sweeps, programs with handlers of their
+      own); then a SIGTERM does what the process's handler does (by default: the process
+      ends at once, without a checkpoint of the current step) and Ctrl-C raises
+      ``KeyboardInterrupt`` at once (the callbacks' ``after_train`` runs, savers do not
+      save). Multi-process trainers then do not stop their processes together either.
 
     The older form (compat.py) also takes ``nr_tower`` (number of training towers),
     ``tower`` (list of GPU ids of the training towers; sets ``nr_tower``) and
@@ -77,7 +86,7 @@ class TrainConfig:
                  monitors: Sequence[MonitorBase] | None = None, session_init: Any = None,
                  starting_epoch: int = 1, steps_per_epoch: int | None = None,
                  max_epoch: int = 99999, runtime: RuntimeConfig | None = None,
-                 **legacy: Any) -> None:
+                 handle_signals: bool = True, **legacy: Any) -> None:
         _reject_unknown(legacy)
         reject_session_args(**{k: legacy.pop(k) for k in SESSION_ARGS if k in legacy})
         self.dataflow, self.data = _check_input(dataflow, data)
@@ -106,6 +115,9 @@ class TrainConfig:
             raise TypeError(f"TrainConfig(runtime=) must be a RuntimeConfig, got {runtime!r} "
                             f"({type(runtime).__name__})")
         self.runtime = runtime
+        if not isinstance(handle_signals, bool):
+            raise TypeError(f"TrainConfig(handle_signals=) must be True or False, got {handle_signals!r}")
+        self.handle_signals = handle_signals
         self._set_towers(legacy.get("nr_tower"), legacy.get("tower"),
                          legacy.get("predict_tower", [0]))
         if self.max_epoch < self.starting_epoch:
@@ -172,7 +184,7 @@ class LoopStateInit(SessionInit):
         self.path = path
         self.state = load_loop_state(path)
         self.starting_epoch = (_resume_epoch(self.state) if starting_epoch is None
-                               else _check_int("starting_epoch", starting_epoch))
+                               else _check_int("starting_epoch", starting_epoch, "LoopStateInit"))
         self._keep_position = starting_epoch is None
 
     def __repr__(self) -> str:
@@ -198,7 +210,10 @@ class AutoResumeTrainConfig(TrainConfig):
     When ``get_logger_dir()`` (set it with ``set_logger_dir(dir, action="keep")``
     before building the config) holds a checkpoint, as ModelSaver writes there:
 
-    1. ``session_init`` restores the checkpoint's weights (and optimizer state);
+    1. ``session_init`` restores the checkpoint's weights (and optimizer state); a variable of
+       the trainer that the checkpoint lacks (a model or optimizer changed or renamed since)
+       is a ``ResumeError`` naming them and the checkpoint: a resumed run never trains on
+       fresh weights (``CheckpointInit(resume=True)``);
     2. ``starting_epoch`` and the loop counters come from the loop state stored in
        the checkpoint, so the run continues right after the saved step with the same
        ``global_step``. A checkpoint without loop state falls back to the last epoch
@@ -228,7 +243,7 @@ class AutoResumeTrainConfig(TrainConfig):
         inits = []
         if resume_weights:
             _log_override(kwargs, "session_init", f"the weights of {checkpoint}")
-            inits.append(CheckpointInit(checkpoint))
+            inits.append(CheckpointInit(checkpoint, resume=True))
         elif kwargs.get("session_init") is not None:
             inits.append(SmartInit(kwargs["session_init"]))
             logger.info("AutoResumeTrainConfig: the given session_init is used instead of the "
@@ -274,9 +289,11 @@ class AutoResumeTrainConfig(TrainConfig):
 
     @classmethod
     def get_sessinit_resume(cls, dir: str | None = None) -> SessionInit | None:  # noqa: A002
-        """tensorpack's helper: a CheckpointInit of the latest checkpoint in ``dir``, or None."""
+        """tensorpack's helper: a CheckpointInit of the latest checkpoint in ``dir`` (default: the
+        logger directory), or None. It resumes the run that wrote it: a variable it lacks is a
+        ResumeError (see ``CheckpointInit(resume=True)``)."""
         checkpoint = cls.find_checkpoint(dir)
-        return None if checkpoint is None else CheckpointInit(checkpoint)
+        return None if checkpoint is None else CheckpointInit(checkpoint, resume=True)
 
     @staticmethod
     def _loop_state_init(checkpoint: str, logdir: str,
@@ -363,16 +380,13 @@ def _check_callbacks(what: str, items: Any, kind: type) -> list:
     return list(items)
 
 
-def _check_int(what: str, value: Any) -> int:
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 0:
-        raise ValueError(f"TrainConfig({what}=) must be a non-negative integer, got {value!r}")
-    return int(value)
+def _check_int(what: str, value: Any, owner: str = "TrainConfig") -> int:
+    return check_int(owner, what, value, minimum=0)
 
 
 def _check_gpu_ids(what: str, ids: Any, allow_cpu: bool) -> list[int]:
     low = -1 if allow_cpu else 0
-    if not isinstance(ids, (list, tuple)) or not ids or any(
-            isinstance(i, bool) or not isinstance(i, numbers.Integral) or i < low for i in ids):
+    if not isinstance(ids, (list, tuple)) or not ids or not all(is_int(i, minimum=low) for i in ids):
         cpu = " (-1 for the CPU)" if allow_cpu else ""
         raise ValueError(f"TrainConfig({what}=) must be a non-empty list of GPU ids{cpu}, got {ids!r}")
     if len(set(ids)) != len(ids):

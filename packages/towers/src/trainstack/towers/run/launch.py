@@ -4,7 +4,8 @@ It does three things, which you can do yourself for more control::
 
     input = apply_default_prefetch(config.data or config.dataflow, trainer)
     trainer.setup_graph(model.get_input_signature(), input, model.build_graph, model.get_optimizer)
-    trainer.train_with_defaults(callbacks=config.callbacks, ..., max_epoch=config.max_epoch)
+    trainer.train_with_defaults(callbacks=config.callbacks, ..., max_epoch=config.max_epoch,
+                                handle_signals=config.handle_signals)
 
 preceded by ``config.runtime.apply()`` when the config has a RuntimeConfig.
 """
@@ -17,7 +18,7 @@ from trainstack.inputs import FeedInput, InputSource, QueueInput
 
 from .config import TrainConfig
 from ..tower.model_desc import ModelDesc
-from ..tower.tf1_guard import check_eager_execution
+from ..tower.eager import check_eager_execution
 from ..trainers.simple import QueueInputTrainer, SimpleTrainer
 from ..trainers.trainer import SingleCostTrainer
 
@@ -89,7 +90,8 @@ def launch_train_with_config(config: TrainConfig, trainer: SingleCostTrainer) ->
     trainer.train_with_defaults(
         callbacks=config.callbacks, monitors=config.monitors, extra_callbacks=config.extra_callbacks,
         session_init=config.session_init, steps_per_epoch=config.steps_per_epoch,
-        starting_epoch=config.starting_epoch, max_epoch=config.max_epoch)
+        starting_epoch=config.starting_epoch, max_epoch=config.max_epoch,
+        handle_signals=config.handle_signals)
 
 
 def _check_towers(config: TrainConfig, trainer: Any) -> None:

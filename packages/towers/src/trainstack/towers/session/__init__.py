@@ -6,11 +6,11 @@ session's ConfigProto, SessionInit restores variables, devices names the towers'
 """
 from .runtime import RuntimeConfig, reject_session_args
 from .devices import logical_cpu_devices, resolve_devices
-from .sessinit import (ChainInit, CheckpointInit, DictRestore, InitReport, JustCurrentSession, SaverRestore,
-                       SaverRestoreRelaxed, SessionInit, SmartInit, get_model_loader)
+from .sessinit import (ChainInit, CheckpointInit, DictRestore, InitReport, JustCurrentSession, ResumeError,
+                       SaverRestore, SaverRestoreRelaxed, SessionInit, SmartInit, get_model_loader)
 
 __all__ = [
     "RuntimeConfig", "reject_session_args", "resolve_devices", "logical_cpu_devices", "SessionInit",
     "JustCurrentSession", "CheckpointInit", "SaverRestore", "SaverRestoreRelaxed", "DictRestore",
-    "ChainInit", "SmartInit", "get_model_loader", "InitReport",
+    "ChainInit", "SmartInit", "get_model_loader", "InitReport", "ResumeError",
 ]

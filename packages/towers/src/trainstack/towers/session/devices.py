@@ -26,6 +26,8 @@ from typing import Any, Sequence
 
 import tensorflow as tf
 
+from trainstack.loop.checks import check_int
+
 from .runtime import RuntimeConfig
 
 __all__ = ["resolve_devices", "check_devices", "logical_cpu_devices", "all_gpus"]
@@ -113,8 +115,7 @@ def logical_cpu_devices(n: int) -> list[str]:
     devices (a RuntimeError says so otherwise); calling it again with the same
     ``n`` is fine. Changes nothing else of the runtime.
     """
-    if isinstance(n, bool) or not isinstance(n, int) or n < 1:
-        raise ValueError(f"logical_cpu_devices(n) needs a positive int, got {n!r}")
+    n = check_int("logical_cpu_devices", "n", n, minimum=1)
     RuntimeConfig(logical_cpu_devices=n, soft_placement=None, gpu_memory_growth=None).apply()
     return [f"/device:CPU:{k}" for k in range(n)]
 

@@ -28,6 +28,8 @@ from typing import Any, Callable, Sequence
 
 import tensorflow as tf
 
+from trainstack.loop.checks import check_int, is_int
+
 __all__ = ["RuntimeConfig", "reject_session_args"]
 
 logger = logging.getLogger("trainstack.towers")
@@ -38,8 +40,7 @@ _TOO_LATE = ("TensorFlow has already initialized its devices, after which this s
 
 
 def _check_count(name: str, value: Any, minimum: int) -> None:
-    if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < minimum):
-        raise ValueError(f"RuntimeConfig: {name} must be an integer >= {minimum} or None, got {value!r}")
+    check_int("RuntimeConfig", name, value, minimum=minimum, none_ok=True)
 
 
 def _check_flag(name: str, value: Any) -> None:
@@ -79,11 +80,10 @@ class RuntimeConfig:
             _check_flag(name, getattr(self, name))
         if self.visible_gpus is not None:
             gpus = self.visible_gpus
-            if isinstance(gpus, (str, bytes)) or not all(
-                    isinstance(i, int) and not isinstance(i, bool) and i >= 0 for i in gpus):
+            if isinstance(gpus, (str, bytes)) or not all(is_int(i, minimum=0) for i in gpus):
                 raise ValueError(f"RuntimeConfig: visible_gpus must be a list of GPU indices (ints >= 0) "
                                  f"or None, got {gpus!r}")
-            object.__setattr__(self, "visible_gpus", tuple(gpus))
+            object.__setattr__(self, "visible_gpus", tuple(int(i) for i in gpus))
 
     # -- applying ------------------------------------------------------------------------------------
     def apply(self) -> None:

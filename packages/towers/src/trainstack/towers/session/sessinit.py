@@ -1,4 +1,5 @@
-# Over 400 lines on purpose: the initializers share one walk of the checkpointed objects (_walk, _match).
+# Over 400 lines on purpose: the initializers share one walk of the checkpointed objects (_walk) and one
+# pairing with a checkpoint (checkpoint_layout.match_checkpoint, the savers' layout).
 """Initializers: set a trainer's variables from a checkpoint, a dict of arrays, or a chain of them.
 
 tensorpack's ``SessionInit`` for TensorFlow 2. There is no session: an initializer
@@ -12,9 +13,13 @@ restored and, as warnings, what was missing on either side; the details stay in
   written by ``ModelSaver``/``MinSaver`` or by plain TensorFlow, restored with
   ``tf.train.Checkpoint(**checkpoint_objects).restore(path)``. Values match variables
   by object structure (the names of ``checkpoint_objects`` and the attributes below
-  them), as in TensorFlow; the savers' ``loop_state``/``monitor_state``/``save_counter``/
-  ``best_stat`` are not model values and are left alone (see ``restore_loop_state`` to
-  resume; ModelSaver restores ``monitor_state`` itself when a run resumes).
+  them), as in TensorFlow, paired once before anything is restored by
+  :func:`trainstack.callbacks.checkpoint_layout.match_checkpoint` (the layout the savers
+  write); the savers' ``loop_state``/``monitor_state``/``save_counter``/``best_stat`` are
+  not model values and are left alone (see ``restore_loop_state`` to resume; ModelSaver
+  restores ``monitor_state`` itself when a run resumes). A run resuming from its own
+  checkpoint (``resume=True``) stops with a :class:`ResumeError` when the checkpoint lacks
+  a variable; loading a pretrained or foreign one warns with the list.
 - :class:`DictRestore`: ``{variable name: array}``, by Keras 3 ``variable.path``
   (``"dense/kernel"``), ``tf.Variable.name`` (a ``":0"`` suffix is optional) or the
   variable's path under ``checkpoint_objects`` (``"w"`` for ``{"w": tf.Variable(...)}``).
@@ -33,18 +38,26 @@ from typing import Any, Iterable, Mapping, Sequence
 import keras
 import numpy as np
 import tensorflow as tf
-from tensorflow.core.protobuf import trackable_object_graph_pb2
 
 from trainstack.callbacks import checkpoint_objects_of
-from trainstack.callbacks.saver import SAVER_KEYS
+from trainstack.callbacks.checkpoint_layout import (OBJECT_GRAPH_KEY, SAVER_KEYS, VALUE_SUFFIX, CheckpointMatch,
+                                                    NameBasedCheckpointError, match_checkpoint, value_name)
+from trainstack.callbacks.checkpoint_layout import is_variable as _is_variable
+from trainstack.callbacks.checkpoint_layout import walk
 
 __all__ = ["InitReport", "SessionInit", "JustCurrentSession", "CheckpointInit", "SaverRestore",
-           "SaverRestoreRelaxed", "DictRestore", "ChainInit", "SmartInit", "get_model_loader"]
+           "SaverRestoreRelaxed", "DictRestore", "ChainInit", "SmartInit", "get_model_loader", "ResumeError"]
 
 logger = logging.getLogger("trainstack.towers")
 
-_OBJECT_GRAPH_KEY = "_CHECKPOINTABLE_OBJECT_GRAPH"
-_VALUE_SUFFIX = "/.ATTRIBUTES/VARIABLE_VALUE"
+# the checkpoint's layout is the savers' (trainstack.callbacks.checkpoint_layout); these names stay
+_OBJECT_GRAPH_KEY = OBJECT_GRAPH_KEY
+_VALUE_SUFFIX = VALUE_SUFFIX
+
+
+class ResumeError(ValueError):
+    """A run resuming from its own checkpoint would train some variables from fresh values:
+    the checkpoint lacks them. Raised before anything is restored."""
 
 
 @dataclasses.dataclass
@@ -70,6 +83,9 @@ class InitReport:
     not_needed: list[str] = dataclasses.field(default_factory=list)
     #: who did not need them (the trainer's class name)
     not_needed_by: str = ""
+    #: a variable's object path under ``checkpoint_objects`` (its checkpoint key without the
+    #: suffix, e.g. ``model/fc/_kernel``), by its name above, where the two differ
+    paths: dict[str, str] = dataclasses.field(default_factory=dict)
 
     def set_aside(self, keys: Sequence[str], by: str) -> None:
         """Move the unused values under the top-level checkpoint ``keys`` to ``not_needed``."""
@@ -81,8 +97,10 @@ class InitReport:
     def log(self) -> None:
         logger.info("Restored %d variables from %s.", len(self.restored), self.source)
         if self.missing:
-            logger.warning("These variables of the trainer are not in %s and keep their values: %s",
-                           self.source, ", ".join(self.missing))
+            logger.warning("%s has no value for these %d variables of the trainer; they keep the values "
+                           "they have (their initial values, unless an earlier initializer set them) "
+                           "and train from there: %s", self.source, len(self.missing),
+                           ", ".join(f"{self.paths[n]} ({n})" if n in self.paths else n for n in self.missing))
         if self.unused:
             logger.warning("These values in %s match no variable of the trainer and were not used: %s",
                            self.source, ", ".join(self.unused))
@@ -149,32 +167,10 @@ class ChainInit(SessionInit):
         return f"ChainInit({self.inits!r})"
 
 
-# -- walking the objects -----------------------------------------------------------------------------
-def _is_variable(obj: Any) -> bool:
-    return isinstance(obj, (tf.Variable, keras.Variable))
-
-
-def _children(obj: Any) -> dict[str, Any]:
-    return tf.train.TrackableView.children(obj)
-
-
-def _escape(name: str) -> str:
-    """A local name as it appears in checkpoint keys (TensorFlow's escaping)."""
-    return name.replace(".", "..").replace("/", ".S")
-
-
+# -- walking the objects (the walk and the pairing are checkpoint_layout's) ---------------------------
 def _walk(objects: Mapping[str, Any]) -> dict[int, tuple[str, Any]]:
     """Every trackable reachable from ``objects``: id -> (shortest path, object), breadth first."""
-    found: dict[int, tuple[str, Any]] = {}
-    queue = collections.deque((_escape(k), obj) for k, obj in sorted(objects.items()))
-    while queue:
-        path, obj = queue.popleft()
-        if id(obj) in found:
-            continue
-        found[id(obj)] = (path, obj)
-        if not _is_variable(obj):
-            queue.extend((f"{path}/{_escape(name)}", child) for name, child in _children(obj).items())
-    return found
+    return walk(objects)
 
 
 def _variables(objects: Mapping[str, Any]) -> list[tuple[str, Any]]:
@@ -211,75 +207,15 @@ def _resolve_checkpoint(path: str | os.PathLike) -> str:
     return path
 
 
-def _read_object_graph(reader: Any, path: str) -> trackable_object_graph_pb2.TrackableObjectGraph:
-    if not reader.has_tensor(_OBJECT_GRAPH_KEY):
+def _match_checkpoint(init: "CheckpointInit", objects: Mapping[str, Any]) -> CheckpointMatch:
+    """The pairing of ``init``'s checkpoint with ``objects`` (see checkpoint_layout)."""
+    try:
+        return match_checkpoint(init.path, objects)
+    except NameBasedCheckpointError as e:
         raise ValueError(
-            f"{path!r} is a name-based (TF1, e.g. tensorpack) checkpoint without an object graph; "
-            "CheckpointInit restores tf.train.Checkpoint files. Load its values with "
+            f"{e}; CheckpointInit restores tf.train.Checkpoint files. Load its values with "
             "DictRestore({name: tf.train.load_variable(path, name) ...}) keyed by the new "
-            "variables' names")
-    graph = trackable_object_graph_pb2.TrackableObjectGraph()
-    graph.ParseFromString(reader.get_tensor(_OBJECT_GRAPH_KEY))
-    return graph
-
-
-def _match(graph: Any, objects: Mapping[str, Any], skip: frozenset[int] = frozenset()) -> dict[int, Any]:
-    """Checkpoint node id -> object, pairing children by name from the root as TensorFlow's restore does.
-
-    Objects whose id is in ``skip`` are not matched, nor what is reachable only through them.
-    """
-    matched: dict[int, Any] = {}
-    queue = collections.deque((ref.node_id, objects[ref.local_name]) for ref in graph.nodes[0].children
-                              if ref.local_name in objects)
-    while queue:
-        node_id, obj = queue.popleft()
-        if node_id in matched or id(obj) in skip:
-            continue
-        matched[node_id] = obj
-        if not _is_variable(obj):
-            children = _children(obj)
-            queue.extend((ref.node_id, children[ref.local_name]) for ref in graph.nodes[node_id].children
-                         if ref.local_name in children)
-    return matched
-
-
-def _restored_variables(graph: Any, matched: Mapping[int, Any]) -> dict[int, tuple[str, Any]]:
-    """id(variable) -> (checkpoint key, variable) for the matched variables that have a value there."""
-    out = {}
-    for node_id, obj in matched.items():
-        attributes = graph.nodes[node_id].attributes
-        if _is_variable(obj) and attributes:
-            out[id(obj)] = (attributes[0].checkpoint_key, obj)
-    return out
-
-
-def _without(objects: Mapping[str, Any], skip: frozenset[int]) -> dict[str, Any]:
-    """``objects`` with the objects in ``skip`` cut out: stand-ins replace every object on a way to them.
-
-    ``tf.train.Checkpoint.restore`` restores whatever it can reach; handing it this view leaves the
-    skipped objects (and what only they lead to) as they are.
-    """
-    leads_to_skip: dict[int, bool] = {}
-
-    def dirty(obj: Any) -> bool:
-        if id(obj) not in leads_to_skip:
-            leads_to_skip[id(obj)] = False  # breaks cycles
-            leads_to_skip[id(obj)] = not _is_variable(obj) and any(
-                id(child) in skip or dirty(child) for child in _children(obj).values())
-        return leads_to_skip[id(obj)]
-
-    stand_ins: dict[int, Any] = {}
-
-    def stand_in(obj: Any) -> Any:
-        if id(obj) not in stand_ins:
-            proxy = stand_ins[id(obj)] = tf.__internal__.tracking.AutoTrackable()
-            for name, child in _children(obj).items():
-                if id(child) not in skip:
-                    setattr(proxy, name, stand_in(child) if dirty(child) else child)
-        return stand_ins[id(obj)]
-
-    return {key: stand_in(obj) if dirty(obj) else obj
-            for key, obj in objects.items() if id(obj) not in skip}
+            "variables' names") from None
 
 
 class CheckpointInit(SessionInit):
@@ -290,9 +226,16 @@ class CheckpointInit(SessionInit):
     resolved here, so a missing checkpoint fails early; ``self.path`` is the prefix.
 
     Variables the checkpoint lacks keep their values and values the trainer lacks are not
-    used; both are logged as warnings (``strict=True``: a ValueError before anything is
-    restored). A value whose shape differs from its variable's is a ValueError, or with
+    used; both are logged as warnings, as tensorpack did when loading a pretrained or
+    foreign model (``strict=True``: a ValueError before anything is restored). A value
+    whose shape differs from its variable's is a ValueError, or with
     ``ignore_mismatch=True`` a warning and the variable keeps its value.
+
+    ``resume=True``: the checkpoint is this run's own (``AutoResumeTrainConfig`` and
+    ``get_sessinit_resume`` pass it), so a variable of ``checkpoint_objects`` (model,
+    optimizer, ...) that it lacks is a :class:`ResumeError` naming the variables and the
+    checkpoint, raised before anything is restored: a resumed run never trains some of its
+    variables from fresh values. Values the trainer lacks are still only a warning.
 
     ``ignore``: objects not to restore, each named by a key of ``checkpoint_objects``
     (``"optimizer"``: load the model weights only, e.g. to fine-tune), a variable's name
@@ -304,7 +247,7 @@ class CheckpointInit(SessionInit):
     """
 
     def __init__(self, path: str | os.PathLike, ignore: Iterable[str] = (), *, strict: bool = False,
-                 ignore_mismatch: bool = False) -> None:
+                 ignore_mismatch: bool = False, resume: bool = False) -> None:
         if not isinstance(path, (str, os.PathLike)):
             raise TypeError(f"{type(self).__name__} takes a checkpoint path, got {path!r}")
         if os.fspath(path).endswith((".npz", ".npy")):
@@ -316,31 +259,30 @@ class CheckpointInit(SessionInit):
         self.ignore = tuple(_strip_tensor_suffix(name).strip("/") for name in ignore)
         self.strict = bool(strict)
         self.ignore_mismatch = bool(ignore_mismatch)
+        self.resume = bool(resume)
 
     def __repr__(self) -> str:
-        return f"{type(self).__name__}({self.path!r})"
+        return f"{type(self).__name__}({self.path!r}{', resume=True' if self.resume else ''})"
 
     def _run_init(self, trainer: Any) -> InitReport:
         objects = checkpoint_objects_of(trainer, repr(self))
         objects = {k: v for k, v in objects.items() if k not in SAVER_KEYS}
-        reader = tf.train.load_checkpoint(self.path)
-        graph = _read_object_graph(reader, self.path)
-        shapes = reader.get_variable_to_shape_map()
-        reachable = _walk(objects)
+        match = _match_checkpoint(self, objects)
+        shapes = match.shapes
+        reachable = walk(objects)
         names = {vid: _display_name(path, obj) for vid, (path, obj) in reachable.items()}
 
-        matched = _match(graph, objects)
-        found = _restored_variables(graph, matched)
+        found = match.found
         report = InitReport(source=f"checkpoint {self.path}")
-        report.missing = sorted(names[vid] for vid, (_, obj) in reachable.items()
-                                if _is_variable(obj) and vid not in found)
-        report.unused = sorted(
-            attr.checkpoint_key.removesuffix(_VALUE_SUFFIX)
-            for node_id, node in enumerate(graph.nodes) if node_id not in matched
-            for attr in node.attributes if attr.checkpoint_key.split("/")[0] not in SAVER_KEYS)
+        report.missing = sorted(names[id(var)] for _, var in match.missing)
+        report.paths = {names[id(var)]: path for path, var in match.missing if names[id(var)] != path}
+        report.unused = list(match.unused)
 
         ignored = frozenset(self._ignored_ids(objects, reachable, found))
-        candidates = _restored_variables(graph, _match(graph, objects, ignored)) if ignored else found
+        kept = match.without(ignored) if ignored else match
+        if self.resume and kept.missing:
+            raise ResumeError(_resume_message(self, trainer, kept))
+        candidates = kept.found
         mismatched = {vid: f"{names[vid]}: checkpoint {tuple(shapes[key])}, variable {tuple(var.shape)}"
                       for vid, (key, var) in candidates.items() if tuple(shapes[key]) != tuple(var.shape)}
         if mismatched and not self.ignore_mismatch:
@@ -357,9 +299,7 @@ class CheckpointInit(SessionInit):
         restored = [vid for vid in candidates if vid not in mismatched]
         report.restored = sorted(names[vid] for vid in restored)
         report.skipped = sorted(names[vid] for vid in found if vid not in restored)
-        skip = ignored | frozenset(mismatched)
-        checkpoint = tf.train.Checkpoint(**(_without(objects, skip) if skip else objects))
-        checkpoint.restore(self.path).expect_partial()
+        match.restore(ignored | frozenset(mismatched))
         return report
 
     def _ignored_ids(self, objects: Mapping[str, Any], reachable: Mapping[int, tuple[str, Any]],
@@ -370,13 +310,34 @@ class CheckpointInit(SessionInit):
             ids.setdefault(path, vid)
             ids.setdefault(_display_name(path, obj), vid)
         for vid, (key, _) in found.items():
-            ids.setdefault(key.removesuffix(_VALUE_SUFFIX), vid)
+            ids.setdefault(value_name(key), vid)
         unknown = [name for name in self.ignore if name not in ids]
         if unknown:
             raise ValueError(f"{self!r}: ignore={unknown} names nothing; name a key of "
                              f"checkpoint_objects ({sorted(objects)}), a Keras variable path or a "
                              "checkpoint key (as listed by tf.train.list_variables)")
         return [ids[name] for name in self.ignore]
+
+
+def _resume_message(init: CheckpointInit, trainer: Any, match: CheckpointMatch) -> str:
+    missing = [f"{path} ({var.path})" if isinstance(var, keras.Variable) and var.path != path else path
+               for path, var in sorted(match.missing, key=lambda pv: pv[0])]
+    unused = f" The checkpoint holds values that no variable matched: {_listing(match.unused)}." \
+        if match.unused else ""
+    return (
+        f"cannot resume {type(trainer).__name__} from its checkpoint {init.path}: the checkpoint has no "
+        f"value for {len(missing)} of its variables: {_listing(missing)}. Resuming would train them from "
+        f"fresh values, so nothing was restored and training does not start.{unused} A checkpoint "
+        "holds what its owners declare, by name: a renamed attribute or variable that a key comes "
+        "from changes it. Rename it back, or declare the keys (ModelDesc.checkpoint_objects(), "
+        "TowerFunc(fn, inputs, owner=...), the trainer's declare_checkpoint_objects(...)); to start "
+        "from this checkpoint as from a pretrained model instead, pass session_init=SmartInit(path) "
+        "(missing variables then keep their initial values, with a warning)")
+
+
+def _listing(names: Sequence[str], n: int = 30) -> str:
+    shown = ", ".join(names[:n])
+    return shown + (f", ... ({len(names) - n} more)" if len(names) > n else "")
 
 
 class SaverRestore(CheckpointInit):

@@ -20,6 +20,7 @@ from typing import Any, Callable, Iterable, Sequence
 import tensorflow as tf
 
 from trainstack.callbacks import add_moving_summary, add_tensor_summary
+from trainstack.loop.checks import check_number
 
 from .tower import variable_name
 
@@ -79,10 +80,7 @@ class GlobalNormClip(GradientProcessor):
     (``tf.clip_by_global_norm``)."""
 
     def __init__(self, global_norm: float) -> None:
-        if not isinstance(global_norm, (int, float)) or isinstance(global_norm, bool) or global_norm <= 0:
-            raise ValueError(f"GlobalNormClip(global_norm=...) must be a positive number, "
-                             f"got {global_norm!r}")
-        self.global_norm = float(global_norm)
+        self.global_norm = float(check_number("GlobalNormClip", "global_norm", global_norm, greater_than=0))
 
     def _process(self, grads_and_vars: GradsAndVars) -> GradsAndVars:
         grads = [g for g, _ in grads_and_vars]
@@ -214,12 +212,6 @@ class ProcessedOptimizer:
         # the outer wrapper's processors run first, as they would with nested apply_gradients
         self.processors = [*procs, *inner_procs]
 
-
-    def minimize(self, loss: Any, var_list: Any = None, name: str | None = None, **kwargs: Any) -> Any:
-        """tensorpack's ``opt.minimize``, with this wrapper's processors (see ``towers.minimize``)."""
-        from .graph_build import minimize  # noqa: PLC0415 - graph_build imports this module
-
-        return minimize(self, loss, var_list=var_list, name=name, **kwargs)
     def __getattr__(self, name: str) -> Any:
         if name in ("optimizer", "processors"):
             raise AttributeError(name)

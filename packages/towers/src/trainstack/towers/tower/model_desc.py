@@ -68,6 +68,27 @@ class ModelDescBase(abc.ABC):
             self.__dict__["_input_signature_cache"] = cached
         return cached
 
+    def checkpoint_objects(self) -> dict[str, Any]:
+        """What the model's checkpoint holds (under the trainers' ``model`` key): a dict
+        ``key -> Keras layer, tf.Module or variable`` (or a list/dict of them); a value's
+        checkpoint key is ``model/<key>/...``.
+
+        By default the model's attributes holding those, by attribute name (``self.fc``:
+        ``model/fc/_kernel``), so renaming such an attribute changes the checkpoint (a resumed
+        run then stops with an error naming the variables). Override it to declare keys that
+        do not follow the attributes' names, e.g. to keep an older checkpoint's::
+
+            def checkpoint_objects(self):
+                return {"fc": self.classifier}
+
+        Read once, when the model's variables exist (after the first tower is built).
+        Variables the model creates that no declared object reaches are kept under
+        ``model/untracked/<variable name>``.
+        """
+        from .tower import _model_parts  # noqa: PLC0415 - tower imports nothing of ours
+
+        return _model_parts(self)
+
     @property
     def input_names(self) -> list[str]:
         return [s.name for s in self.get_input_signature()]

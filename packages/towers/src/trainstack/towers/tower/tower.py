@@ -45,19 +45,25 @@ Variables are named without the tower's name scope (``dense/kernel``, not
 from __future__ import annotations
 
 import functools
+import inspect
+import logging
 import re
 import threading
 import types
-from typing import Any, Callable, Iterator, Sequence
+from typing import Any, Callable, Iterator, Mapping, Sequence
 
 import tensorflow as tf
 
 from trainstack.inputs import InputSignatureError, normalize_signature
+from trainstack.loop.checks import check_int
+
+from . import extension
 
 __all__ = ["TowerContext", "get_current_tower_context", "TowerFunc", "TowerHandle", "TowerHandles",
            "VariableReuseError", "variable_name"]
 
 _local = threading.local()
+logger = logging.getLogger("trainstack.towers")
 _OUTPUT_INDEX = re.compile(r"^(.*):([0-9]+)$")
 
 
@@ -81,8 +87,7 @@ class TowerContext:
     def __init__(self, name: str, is_training: bool, index: int = 0) -> None:
         if not isinstance(name, str):
             raise TypeError(f"TowerContext name must be a str, got {name!r}")
-        if isinstance(index, bool) or not isinstance(index, int) or index < 0:
-            raise ValueError(f"TowerContext index must be a non-negative int, got {index!r}")
+        index = check_int("TowerContext", "index", index, minimum=0)
         self.name = name
         self.is_training = bool(is_training)
         self.index = index
@@ -90,7 +95,7 @@ class TowerContext:
         self.ns_name = ""
         self._scope: Any = None
         #: set when the context is entered eagerly while a custom trainer builds its graph
-        #: tensorpack's way (see :mod:`trainstack.towers.tower.graph_build`): the recording of this tower
+        #: tensorpack's way (see :mod:`trainstack.towers.tf1.recording`): the recording of this tower
         self._recording: Any = None
 
     @property
@@ -102,10 +107,10 @@ class TowerContext:
         if current is not None:
             raise RuntimeError(f"cannot enter TowerContext({self.name!r}) inside TowerContext("
                                f"{current.name!r}): tower contexts do not nest")
-        if _eager_tower_hook is not None and tf.executing_eagerly():
-            # a custom trainer's __init__ building its graph as in TF1: the hook enters a
-            # scratch graph that records the tower (see trainstack.towers.tower.graph_build)
-            self._recording = _eager_tower_hook(self)
+        if tf.executing_eagerly():
+            # in a custom trainer's __init__ building its graph as in TF1, the TF1 room enters
+            # a scratch graph that records the tower (see trainstack.towers.tf1.recording)
+            self._recording = extension.eager_tower(self)
         if self.name:
             self._scope = tf.name_scope(self.name)
             self._scope.__enter__()
@@ -124,11 +129,6 @@ class TowerContext:
 
     def __repr__(self) -> str:
         return (f"TowerContext({self.name!r}, is_training={self.is_training}, index={self.index})")
-
-
-#: called with a TowerContext entered eagerly; returns an entered context manager (exited with
-#: the TowerContext) or None. Set by trainstack.towers.tower.graph_build.
-_eager_tower_hook: Callable[[TowerContext], Any] | None = None
 
 
 def get_current_tower_context() -> TowerContext | None:
@@ -259,14 +259,32 @@ class TowerFunc:
     ``tower_func(*input_tensors)`` must run under a :class:`TowerContext`. It
     calls ``fn(*input_tensors)`` under the reuse rule of the module docstring,
     records a :class:`TowerHandle` in :attr:`towers` and returns ``fn``'s output.
+
+    ``owner`` declares what the model's checkpoint holds (the trainers' ``model`` key),
+    so that its keys do not depend on names in the tower function:
+
+    - an object with a ``checkpoint_objects()`` method returning a dict ``key -> Keras
+      layer, tf.Module or variable`` (or a list/dict of them): a :class:`ModelDesc` is
+      one (by default its attributes holding layers, by attribute name);
+    - such a dict itself, e.g. ``TowerFunc(get_cost, signature, owner={"body": body,
+      "head": head})`` for a plain function over layers it reads from its closure;
+    - a Keras layer or ``tf.Module`` (its variables under ``model/root/...``).
+
+    Without it the owner is the object ``fn`` is a method of (``model.build_graph``: the
+    ModelDesc), else, as a fallback, what the function reads (see :attr:`model_owner`),
+    which logs once the keys it chose and how to declare them instead.
     """
 
-    def __init__(self, fn: Callable[..., Any], input_signature: Sequence[tf.TensorSpec]) -> None:
+    def __init__(self, fn: Callable[..., Any], input_signature: Sequence[tf.TensorSpec],
+                 owner: Any = None) -> None:
         if isinstance(fn, TowerFunc):
+            owner = fn._declared_owner if owner is None else owner
             fn = fn.fn
         if not callable(fn):
             raise TypeError(f"a tower function must be callable, got {fn!r}")
         self.fn = fn
+        #: the owner given as ``owner=`` (a dict wrapped in a _DeclaredOwner), or None
+        self._declared_owner = _declare_owner(owner, fn)
         self._signature = normalize_signature(input_signature)
         self.towers = TowerHandles()
         self._variables: list[tf.Variable] = []
@@ -282,17 +300,35 @@ class TowerFunc:
 
     @property
     def owner(self) -> Any:
-        """The object the tower function is a method of (the ModelDesc), or None."""
+        """The declared owner (``owner=``), else the object the tower function is a method of
+        (the ModelDesc), or None."""
+        if self._declared_owner is not None:
+            return self._declared_owner
         return getattr(self.fn, "__self__", None)
 
     @property
     def model_owner(self) -> Any:
-        """What the model's variables are named after in checkpoints: :attr:`owner` for a
-        method; for a plain function (or a ``functools.partial``), the one ModelDesc it reads
-        (from its closure, its arguments or the module globals it names), else an object
-        whose attributes are the Keras layers, ``tf.Module``s and variables it reads that way,
-        by their names in the function; None when it reads none."""
-        return _find_model_owner(self.fn)
+        """What the model's variables are named after in checkpoints: the declared ``owner=``
+        (a dict given there: an object whose attributes are its items); else the object the
+        tower function is a method of; else, the fallback, for a plain function (or a
+        ``functools.partial``): the one ModelDesc it reads (from its closure, its arguments or
+        the module globals it names), else an object whose attributes are the Keras layers,
+        ``tf.Module``s and variables it reads that way, by their names in the function; None
+        when it reads none."""
+        return self._resolve_owner()[0]
+
+    def _resolve_owner(self) -> tuple[Any, str]:
+        """(model owner, how it was found): "declared", "method", "found model" (a ModelDesc
+        the function reads), "names" (what it reads, by its names for them) or "none"."""
+        if self._declared_owner is not None:
+            return self._declared_owner, "declared"
+        bound = getattr(self.fn, "__self__", None)
+        found = _find_model_owner(self.fn)
+        if found is None:
+            return None, "none"
+        if bound is not None and found is bound:
+            return found, "method"
+        return found, "found model" if _is_model_desc(found) else "names"
 
     @property
     def variables(self) -> list[tf.Variable]:
@@ -306,6 +342,22 @@ class TowerFunc:
         frozen = _frozen_ids(self.model_owner)
         return [v for v in self._variables if v.trainable and id(v) not in frozen]
 
+    def model_trainable_variables(self) -> list[Any]:
+        """The model's trainable variables, as tensorpack's graph-side helpers see them: those of
+        the layers, modules and variables its owner holds (built before or in the tower), then
+        any other the tower function created so far (during the first build: the layers called
+        before this point); frozen layers excluded."""
+        owner = self.model_owner
+        reached: dict[int, Any] = {}
+        if owner is not None:
+            parts = ([owner] if isinstance(owner, (tf.keras.layers.Layer, tf.Module))
+                     else list(_model_parts(owner).values()))
+            _walk_variables(parts, reached)
+        for v in self._variables:
+            reached.setdefault(id(v), v)
+        frozen = _frozen_ids(owner)
+        return [v for v in reached.values() if v.trainable and id(v) not in frozen]
+
     def __call__(self, *inputs: Any) -> Any:
         ctx = get_current_tower_context()
         if ctx is None:
@@ -317,15 +369,22 @@ class TowerFunc:
                 f"{[s.name for s in self._signature]}, got {len(inputs)}")
         if ctx._recording is not None:
             return ctx._recording.call_tower(self, ctx, inputs)
-        return self._build(ctx, inputs)
+        return self.build(ctx, inputs)
 
-    def _build(self, ctx: TowerContext, inputs: Sequence[Any]) -> Any:
-        """Build one tower under ``ctx`` (the body of ``__call__``)."""
+    @property
+    def first_tower(self) -> str | None:
+        """The name of the first tower built (the one that creates the variables), or None
+        before any build."""
+        return self._first_tower
+
+    def build(self, ctx: TowerContext, inputs: Sequence[Any]) -> Any:
+        """Build one tower under ``ctx`` now: what calling the tower function does, without
+        the TF1 room's recording of a TowerContext entered eagerly (the recorder calls it)."""
         if self._first_tower is None:
             self._first_tower = ctx.name
         handle = TowerHandle(ctx, inputs, self._signature)
         self._building_in_graph = not tf.executing_eagerly()
-        with tf.variable_creator_scope(self._creator):
+        with tf.variable_creator_scope(self._creator), extension.tracing(self, ctx):
             outputs = self.fn(*inputs)
         handle.outputs = outputs
         self.towers._add(handle)
@@ -370,23 +429,28 @@ class TowerFunc:
     def checkpoint_module(self) -> tf.Module:
         """A ``tf.Module`` naming the model's variables for ``tf.train.Checkpoint``.
 
-        Its attributes mirror the owner's (the ModelDesc's) Keras layers,
-        ``tf.Module``s and variables, so checkpoint keys follow attribute names
-        (``fc/kernel``), not Keras's per-process layer names (``dense_1``): a
+        Its attributes are what the owner declares (``checkpoint_objects()``: a
+        ModelDesc's default is its attributes holding Keras layers, ``tf.Module``s and
+        variables; see the ``owner`` argument), so checkpoint keys follow the declared
+        keys (``fc/kernel``), not Keras's per-process layer names (``dense_1``): a
         checkpoint restores into another instance of the same model, in this
         process or another. The owner is found the same way however the tower
         function is given (see :attr:`model_owner`): ``model.build_graph``, a plain
         ``def get_cost(*inputs)`` calling ``model.build_graph`` or a
         ``functools.partial`` of one write the same keys as ``PredictConfig(model=
-        Model())`` reads. Variables the tower function created that no attribute
-        reaches are kept under ``untracked/<variable path>``.
+        Model())`` reads; a plain function whose owner was found by reflection logs
+        once the keys it chose. Variables the tower function created that no declared
+        object reaches are kept under ``untracked/<variable path>``.
         Built once, after the first tower.
         """
         if self._checkpoint_module is None:
             if self._creation_open:
                 raise RuntimeError(f"tower function {_fn_name(self.fn)} has not built a tower yet; "
                                    "its variables (and checkpoint) exist after the first one")
-            self._checkpoint_module = _ModelCheckpoint(self.model_owner, self._variables)
+            owner, how = self._resolve_owner()
+            self._checkpoint_module = module = _ModelCheckpoint(owner, self._variables)
+            if how in ("found model", "names"):
+                _log_guessed_owner(self, owner, how, module)
         return self._checkpoint_module
 
     def __repr__(self) -> str:
@@ -441,6 +505,94 @@ def _find_model_owner(fn: Any) -> Any:
     return types.SimpleNamespace(**parts) if parts else None
 
 
+# -- the model's owner: what its checkpoint holds --------------------------------------------------
+class _DeclaredOwner:
+    """A dict given as ``TowerFunc(owner={...})``: its items are its attributes (for the code that
+    reads an owner's attributes) and what ``checkpoint_objects()`` declares."""
+
+    def __init__(self, objects: dict[str, Any]) -> None:
+        self.__dict__.update(objects)
+
+    def checkpoint_objects(self) -> dict[str, Any]:
+        return dict(vars(self))
+
+    def __repr__(self) -> str:
+        return f"owner={{{', '.join(repr(k) for k in vars(self))}}}"
+
+
+def _declares_checkpoint(owner: Any) -> bool:
+    """Whether ``owner`` follows the owner protocol: a ``checkpoint_objects()`` method (a
+    trainer's ``checkpoint_objects`` property, holding this model, is not one)."""
+    if owner is None or isinstance(owner, type):
+        return False
+    attr = inspect.getattr_static(type(owner), "checkpoint_objects", None)
+    return attr is not None and callable(attr) and not isinstance(attr, property)
+
+
+def _declare_owner(owner: Any, fn: Any) -> Any:
+    """The owner given to ``TowerFunc(fn, ..., owner=owner)``, checked (a dict: wrapped)."""
+    if owner is None:
+        return None
+    if isinstance(owner, Mapping):
+        owner = _DeclaredOwner(_checked_parts(dict(owner), f"TowerFunc({_fn_name(fn)}, owner=...)"))
+    elif not (_declares_checkpoint(owner) or isinstance(owner, (tf.keras.layers.Layer, tf.Module))):
+        raise TypeError(
+            f"TowerFunc({_fn_name(fn)}, owner={owner!r:.80}): the owner declares what the model's "
+            "checkpoint holds: give an object with a checkpoint_objects() method (a ModelDesc is one), "
+            "a dict {key: Keras layer, tf.Module or variable}, or a Keras layer / tf.Module")
+    return owner
+
+
+def _checked_parts(parts: Any, who: str) -> dict[str, Any]:
+    if not isinstance(parts, Mapping):
+        raise TypeError(f"{who}: checkpoint_objects() must return a dict {{key: Keras layer, tf.Module or "
+                        f"variable}}, got {type(parts).__name__}")
+    checked = {}
+    for key, value in parts.items():
+        if not isinstance(key, str) or not key:
+            raise TypeError(f"{who}: checkpoint keys must be non-empty strings, got {key!r}")
+        kept = _keep(value)
+        if kept is None:
+            raise TypeError(f"{who}: checkpoint_objects()[{key!r}] is {type(value).__name__}; expected a "
+                            "Keras layer, a tf.Module, a variable, or a list/dict of them")
+        checked[key] = kept
+    return checked
+
+
+def _owner_parts(owner: Any) -> dict[str, Any]:
+    """What ``owner`` checkpoints, by key: its ``checkpoint_objects()`` (checked) when it declares
+    them; a Keras layer or tf.Module under ``root``; else its attributes holding layers,
+    modules or variables (or containers of them)."""
+    if owner is None:
+        return {}
+    if _declares_checkpoint(owner):
+        return _checked_parts(owner.checkpoint_objects(), f"{type(owner).__name__}.checkpoint_objects()")
+    if isinstance(owner, (tf.keras.layers.Layer, tf.Module)):
+        return {"root": owner}
+    return _model_parts(owner)
+
+
+def _log_guessed_owner(tower_func: "TowerFunc", owner: Any, how: str, module: tf.Module) -> None:
+    """The fallback's one log line: the keys it chose and how to declare them."""
+    name = _fn_name(tower_func.fn)
+    keys = [f"model/{k}" for k in _owner_parts(owner)]
+    untracked = getattr(module, "untracked", None)
+    if untracked:
+        keys.append(f"model/untracked/... ({len(untracked)} variables, by their names)")
+    if how == "found model":
+        logger.info("TowerFunc(%s) declares no owner; its checkpoint keys come from the ModelDesc it "
+                    "reads, %s: %s. Declare it: TowerFunc(%s, input_signature, owner=model), or pass "
+                    "model.build_graph.", name, type(owner).__name__, ", ".join(keys) or "none", name)
+        return
+    names = list(_owner_parts(owner))
+    logger.warning(
+        "TowerFunc(%s) declares no owner, so its checkpoint keys were taken from the names the function "
+        "uses for what it reads: %s. Renaming one of them changes the checkpoint, and resuming from an "
+        "older one then fails. Declare them: TowerFunc(%s, input_signature, owner={%s}) (or an owner "
+        "with a checkpoint_objects() method, e.g. a ModelDesc).", name, ", ".join(keys), name,
+        ", ".join(f"{k!r}: {k}" for k in names))
+
+
 def _is_trackable_model_part(x: Any) -> bool:
     return isinstance(x, (tf.keras.layers.Layer, tf.Module, tf.Variable, tf.keras.Variable))
 
@@ -488,11 +640,16 @@ def _walk_variables(value: Any, out: dict[int, tf.Variable]) -> None:
 
 def _frozen_ids(owner: Any) -> set[int]:
     """ids of the tf.Variables that the owner's Keras layers do not train."""
-    if owner is None or isinstance(owner, (tf.keras.layers.Layer, tf.Module)):
+    plain_layer = isinstance(owner, (tf.keras.layers.Layer, tf.Module)) and not _declares_checkpoint(owner)
+    if owner is None or plain_layer:
         layers = [owner] if isinstance(owner, tf.keras.layers.Layer) else []
     else:
         layers = []
-        for value in _model_parts(owner).values():
+        # what the owner declares, and its attributes (a frozen layer it does not checkpoint)
+        values = list(_owner_parts(owner).values())
+        if _declares_checkpoint(owner) and not isinstance(owner, (tf.keras.layers.Layer, tf.Module)):
+            values += list(_model_parts(owner).values()) if hasattr(owner, "__dict__") else []
+        for value in values:
             stack = [value]
             while stack:
                 v = stack.pop()
@@ -514,12 +671,7 @@ class _ModelCheckpoint(tf.Module):
 
     def __init__(self, owner: Any, created: Sequence[tf.Variable]) -> None:
         super().__init__(name="model")
-        if owner is None:
-            parts = {}
-        elif isinstance(owner, (tf.keras.layers.Layer, tf.Module)):
-            parts = {"root": owner}
-        else:
-            parts = _model_parts(owner)
+        parts = _owner_parts(owner)
         for key, value in parts.items():
             # an attribute of the owner shadowing tf.Module's own (``variables``, ``name``...)
             setattr(self, key + "_" if hasattr(tf.Module, key) else key, value)

@@ -55,7 +55,9 @@ from ..tower.tower import _frozen_ids
 from .legacy_hook import is_legacy_config, legacy_api, reject_legacy_options
 from .trainer import TowerResult
 
-__all__ = ["SyncMultiGPUTrainerReplicated", "SyncReplicas"]
+# create_variables_outside_function: public for the trainers of other layers that build variables
+# in a tf.distribute strategy (trainstack.distributed's multi-worker and parameter-server trainers)
+__all__ = ["SyncMultiGPUTrainerReplicated", "SyncReplicas", "create_variables_outside_function"]
 
 logger = logging.getLogger("trainstack.towers")
 
@@ -188,13 +190,14 @@ class SyncMultiGPUTrainerReplicated(MultiGPUTrainerBase):
                 self.register_callback(SyncReplicas([_container(v) for v in others]))
 
     # -- one step --------------------------------------------------------------------------------
-    def _build_towers(self, tower_inputs: list[list[tf.Tensor]]) -> list[TowerResult]:
+    def _build_towers(self, tower_inputs: list[list[tf.Tensor]],
+                      record_summaries: bool = True) -> list[TowerResult]:
         results: list[Any] = [None] * len(tower_inputs)
 
         def build_replica() -> None:
             ctx = tf.distribute.get_replica_context()
             k = int(tf.get_static_value(ctx.replica_id_in_sync_group))
-            results[k] = self._build_tower(k, tower_inputs[k])
+            results[k] = self._build_tower(k, tower_inputs[k], record_summaries)
 
         self.strategy.run(build_replica)
         return results
@@ -247,7 +250,10 @@ def create_variables_outside_function(owner: str) -> Callable[..., Any]:
     (TensorFlow cannot lift such an initializer out of the function); Keras layers
     create their variables from initializer functions, which run as well outside.
     ``owner`` (the trainer's name) goes into the error for a variable made from a
-    tensor computed in the tower function.
+    tensor computed in the tower function. Use it around the variables' creation::
+
+        with strategy.scope(), tf.variable_creator_scope(create_variables_outside_function("MyTrainer")):
+            ...  # build the model's variables
     """
     def create(next_creator: Callable[..., Any], **kwargs: Any) -> Any:
         initial_value = kwargs.get("initial_value")

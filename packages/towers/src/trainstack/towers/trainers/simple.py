@@ -4,6 +4,7 @@ from __future__ import annotations
 from typing import Any
 
 from trainstack.inputs import FeedInput, InputSource, QueueInput
+from trainstack.loop.checks import check_int
 
 from .trainer import SingleCostTrainer
 
@@ -34,10 +35,8 @@ class QueueInputTrainer(SimpleTrainer):
                  xla_compile: bool | None = None, steps_per_run: int | None = None,
                  gradient_accumulation_steps: int | None = None,
                  mixed_precision: bool | None = None, skip_nonfinite_steps: bool | None = None) -> None:
-        if input_queue is not None and (isinstance(input_queue, bool) or not isinstance(input_queue, int)):
-            raise TypeError(f"QueueInputTrainer(input_queue=...) takes the queue's capacity (an int); "
-                            f"QueueInput makes its own tf.queue.FIFOQueue, got {input_queue!r}")
-        self.input_queue = input_queue
+        self.input_queue = check_int("QueueInputTrainer", "input_queue", input_queue, minimum=1, none_ok=True,
+                                     note="the queue's capacity: QueueInput makes its own tf.queue.FIFOQueue")
         super().__init__(config, xla_compile=xla_compile, steps_per_run=steps_per_run,
                          gradient_accumulation_steps=gradient_accumulation_steps,
                          mixed_precision=mixed_precision, skip_nonfinite_steps=skip_nonfinite_steps)

@@ -20,7 +20,8 @@ How one step is built (the hooks subclasses override, e.g. multi-device
 trainers that build ``num_towers`` towers on several devices)::
 
     _get_tower_inputs(feeds)   one list of input tensors per tower (under each tower's device)
-    _build_towers(inputs)      -> [TowerResult(cost, grads_and_vars, handle)] via _build_tower(k, ...)
+    _build_towers(inputs, record_summaries) -> [TowerResult(cost, grads_and_vars, handle)]
+                               via _build_tower(k, inputs, record_summaries)
     _apply_towers(results)     process the gradients and apply them; returns the step's output
 
 With ``xla_compile`` (class attribute or constructor argument) the towers and
@@ -32,23 +33,24 @@ from __future__ import annotations
 import contextlib
 import functools
 import logging
-from typing import Any, Callable, NamedTuple, Sequence
+from typing import Any, Callable, Mapping, NamedTuple, Sequence
 
 import keras
 import tensorflow as tf
 
 from trainstack.callbacks import (DEFAULT_CALLBACKS, DEFAULT_MONITORS, SummaryCollection,
                                   summary_collection_scope)
+from trainstack.callbacks.checkpoint_layout import SAVER_KEYS
 from trainstack.inputs import InputSource, normalize_signature
-from trainstack.loop import Callback, MonitorBase, Trainer
+from trainstack.loop import Callback, MonitorBase, Trainer, check_int
 
 from ..tower.gradproc import (FilterNoneGrad, GradientProcessor, ProcessedOptimizer, check_optimizer,
                        unwrap_optimizer)
-from ..tower.graph_build import constructing
+from ..tower import extension
 from ..predict.predictor import OnlinePredictor, predict_device
 from ..tower.rng import rng_checkpoint
 from ..tower.step import TracedStep
-from ..tower.tf1_guard import check_eager_execution
+from ..tower.eager import check_eager_execution
 from ..tower.tower import TowerContext, TowerFunc, TowerHandle, _frozen_ids
 from .legacy_hook import legacy_api
 from .nonfinite import SkippedStepsReport, apply_if_finite
@@ -68,18 +70,22 @@ class TowerTrainer(Trainer):
 
     stop_exceptions = (tf.errors.OutOfRangeError,)
 
+    #: Whether a subclass's ``__init__`` may build its graph as tensorpack's custom trainers do
+    #: (a TowerContext entered outside a traced function, ``opt.minimize(...)``): then its
+    #: ``__init__`` runs inside the TF1 room's recording (``tf1.recording``), which traces the
+    #: steps it built when it returns. The trainers that build their step in ``setup_graph``
+    #: (:class:`SingleCostTrainer` and its subclasses) set it to False and pay nothing for it.
+    records_graph_build: bool = True
+
     def __init_subclass__(cls, **kwargs: Any) -> None:
-        # A subclass's __init__ may build its graph as tensorpack's custom trainers do (a
-        # TowerContext entered outside a traced function, minimize(...)): it is recorded
-        # while __init__ runs and traced when it returns (see trainstack.towers.tower.graph_build).
         super().__init_subclass__(**kwargs)
         init = cls.__dict__.get("__init__")
-        if init is None or getattr(init, "_records_graph_build", False):
+        if init is None or not cls.records_graph_build or getattr(init, "_records_graph_build", False):
             return
 
         @functools.wraps(init)
         def __init__(self: Any, *args: Any, **kw: Any) -> None:
-            with constructing(self):
+            with extension.constructing(self):
                 init(self, *args, **kw)
 
         __init__._records_graph_build = True  # type: ignore[attr-defined]
@@ -93,6 +99,8 @@ class TowerTrainer(Trainer):
         #: Keras optimizers the trainer uses besides ``_optimizer`` (see ``checkpoint_objects``)
         self._optimizers: list[Any] = []
         self._rng: Any = None  # see checkpoint_objects: the model's SeedGenerator states, or False
+        #: what declare_checkpoint_objects declared (kept if a subclass declared before this ran)
+        self._declared_objects: dict[str, Any] = self.__dict__.get("_declared_objects", {})
         #: where the main training tower records its summaries (MovingAverageSummary reads it)
         self.summary_collection = SummaryCollection(type(self).__name__)
         self._predictors: dict[tuple, OnlinePredictor] = {}
@@ -166,49 +174,114 @@ class TowerTrainer(Trainer):
         if optimizer is not self._optimizer and all(o is not optimizer for o in self._optimizers):
             self._optimizers.append(optimizer)
 
+    def declare_checkpoint_objects(self, objects: Mapping[str, Any] | None = None, **named: Any) -> None:
+        """Declare what the trainer's checkpoints hold besides the model: ``key -> trackable``
+        (a Keras optimizer, also wrapped by ``apply_grad_processors``; a ``tf.Variable`` or
+        ``tf.Module``), as a dict and/or keyword arguments. A custom trainer calls it in its
+        ``__init__``, e.g. for a GAN's two optimizers::
+
+            self.d_opt, self.g_opt = model.optimizers()
+            self.declare_checkpoint_objects(d_optimizer=self.d_opt, g_optimizer=self.g_opt)
+
+        The keys are the checkpoint's (``d_optimizer/...``) whatever the attributes holding
+        the objects are called, so renaming an attribute keeps the checkpoint. ``model`` and
+        ``rng`` are the model's (declared by its owner: ``ModelDesc.checkpoint_objects()``,
+        ``TowerFunc(owner=...)``) and the savers' keys are reserved. A later call adds keys
+        (or replaces those it repeats). See :attr:`checkpoint_objects`."""
+        items = {**(dict(objects) if objects is not None else {}), **named}
+        who = f"{type(self).__name__}.declare_checkpoint_objects()"
+        checked = {}
+        for key, obj in items.items():
+            if not isinstance(key, str) or not key:
+                raise TypeError(f"{who}: keys must be non-empty strings, got {key!r}")
+            if key in ("model", "rng") or key in SAVER_KEYS:
+                raise ValueError(f"{who}: key {key!r} is reserved ('model' and 'rng' are the model's, declared "
+                                 "by its owner: ModelDesc.checkpoint_objects() or TowerFunc(owner=...); "
+                                 f"{sorted(SAVER_KEYS)} are the savers'); choose another")
+            obj = unwrap_optimizer(obj)[0] if isinstance(obj, ProcessedOptimizer) else obj
+            if not isinstance(obj, tf.__internal__.tracking.Trackable):
+                raise TypeError(f"{who}: {key}={obj!r:.80} is {type(obj).__name__}, which a checkpoint "
+                                "cannot hold; expected a Keras optimizer, a tf.Variable or a tf.Module")
+            checked[key] = obj
+        self.__dict__.setdefault("_declared_objects", {}).update(checked)
+
     @property
     def optimizers(self) -> dict[str, Any]:
-        """Every Keras optimizer the trainer holds, by checkpoint key: ``optimizer`` (the one
-        ``setup_graph`` made), then the trainer's attributes holding optimizers (also wrapped
-        by ``apply_grad_processors``, or in lists and dicts), by attribute name without leading
-        underscores (``d_opt``, ``opts_0``), then those :func:`minimize` used, as
-        ``optimizer``, ``optimizer_1``, ... ."""
+        """Every Keras optimizer the trainer checkpoints, by checkpoint key: those declared
+        with :meth:`declare_checkpoint_objects`, by their declared keys; ``optimizer`` (the one
+        ``setup_graph`` made); then, the fallback, the trainer's attributes holding optimizers
+        nothing declared (also wrapped by ``apply_grad_processors``, or in lists and dicts), by
+        attribute name without leading underscores (``d_opt``, ``opts_0``), logged once with
+        how to declare them; then those :func:`minimize` used, as ``optimizer``,
+        ``optimizer_1``, ... ."""
         found: dict[str, Any] = {}
         seen: set[int] = set()
+        declared = self.__dict__.get("_declared_objects", {})
+        for key, obj in declared.items():
+            if isinstance(obj, keras.optimizers.Optimizer):
+                found[key] = obj
+                seen.add(id(obj))
+        reserved = {"model", "rng", *declared}
 
-        def add(key: str, opt: Any) -> None:
+        def add(key: str, opt: Any) -> str | None:
             if id(opt) in seen:
-                return
+                return None
             seen.add(id(opt))
             base, n = key, 1
-            while key in found or key == "model":
+            while key in found or key in reserved:
                 key, n = f"{base}_{n}", n + 1
             found[key] = opt
+            return key
 
         if self._optimizer is not None:
             add("optimizer", self._optimizer)
+        guessed: list[tuple[str, str]] = []
         for name, value in vars(self).items():
-            if name in ("_optimizer", "_optimizers"):
+            if name in _NOT_SCANNED:
                 continue
             for key, opt in _optimizers_in(name.lstrip("_") or name, value):
-                add(key, opt)
+                chosen = add(key, opt)
+                if chosen is not None:
+                    guessed.append((chosen, name))
         for opt in self._optimizers:
             add("optimizer", opt)
+        if guessed:
+            self._log_guessed_optimizers(tuple(guessed))
         return found
+
+    def _log_guessed_optimizers(self, guessed: tuple[tuple[str, str], ...]) -> None:
+        """The fallback's one log line (per set of keys): the keys it chose and how to declare them."""
+        if self.__dict__.get("_guessed_optimizers_logged") == guessed:
+            return
+        self.__dict__["_guessed_optimizers_logged"] = guessed
+        logger.warning(
+            "%s declares no checkpoint keys for optimizers it holds, so their keys were taken from the "
+            "names of the attributes holding them: %s. Renaming such an attribute changes the checkpoint, "
+            "and resuming from an older one then fails. Declare them in __init__: "
+            "self.declare_checkpoint_objects(%s).", type(self).__name__,
+            ", ".join(f"{key} (self.{name})" for key, name in guessed),
+            ", ".join(f"{key}=self.{name}" for key, name in guessed))
 
     @property
     def checkpoint_objects(self) -> dict[str, Any]:
-        """What a checkpoint holds: ``model`` (the tower function's
-        :attr:`~TowerFunc.checkpoint_module`), every optimizer of :attr:`optimizers`
-        (``optimizer`` for the one ``setup_graph`` made), so that ``ModelSaver`` saves the
-        optimizers' state of a custom trainer (a GAN's two) without it listing them, and
+        """What a checkpoint holds, as its owners declare it: ``model`` (the tower function's
+        :attr:`~TowerFunc.checkpoint_module`, keyed as the model's owner declares:
+        ``ModelDesc.checkpoint_objects()``, ``TowerFunc(owner=...)``); what the trainer
+        declared with :meth:`declare_checkpoint_objects`; every optimizer of
+        :attr:`optimizers` (``optimizer`` for the one ``setup_graph`` made; optimizers held in
+        attributes nothing declared are found as a fallback, logged once), so that
+        ``ModelSaver`` saves the optimizers' state of a custom trainer (a GAN's two); and
         ``rng``, the state of the model's random generators (dropout masks; see rng.py), when
-        it has any, so that a resumed run draws what an uninterrupted one would."""
+        it has any, so that a resumed run draws what an uninterrupted one would.
+
+        A subclass may also override this property and return the whole dict itself."""
         if self._tower_func is None:
             raise RuntimeError(f"{type(self).__name__}.checkpoint_objects exists after setup_graph(): "
                                "the model's variables are created there")
         objects: dict[str, Any] = {"model": self._tower_func.checkpoint_module}
         objects.update(self.optimizers)
+        for key, obj in self.__dict__.get("_declared_objects", {}).items():
+            objects.setdefault(key, obj)
         if self._rng is None:
             self._rng = rng_checkpoint(self._tower_func.model_owner) or False
         if self._rng:
@@ -233,8 +306,7 @@ class TowerTrainer(Trainer):
     def get_predictors(self, input_names: Sequence[str], output_names: Sequence[str],
                        n: int) -> list[OnlinePredictor]:
         """``n`` predictors, on devices ``0 .. n-1``."""
-        if isinstance(n, bool) or not isinstance(n, int) or n < 1:
-            raise ValueError(f"get_predictors(n=...) must be a positive int, got {n!r}")
+        n = check_int(f"{type(self).__name__}.get_predictors", "n", n, minimum=1)
         return [self.get_predictor(input_names, output_names, device=k) for k in range(n)]
 
     # -- running ---------------------------------------------------------------------------------------
@@ -263,6 +335,10 @@ class TowerTrainer(Trainer):
 
     def default_monitors(self) -> list[MonitorBase]:
         return DEFAULT_MONITORS()
+
+    def implicit_callbacks(self) -> list[Callback]:
+        """What the TF1 room keeps in step with the loop for this trainer (see tower/extension.py)."""
+        return extension.implicit_callbacks(self)
 
     @property
     def num_towers(self) -> int:
@@ -319,6 +395,8 @@ class SingleCostTrainer(TowerTrainer):
     nonfinite.py), instead of writing the NaN into the weights.
     """
 
+    records_graph_build = False  # the step is built by setup_graph
+
     #: compile the towers and the update with XLA (``tf.function(jit_compile=True)``)
     xla_compile: bool = False
     #: whether the step computes and applies gradients (NoOpTrainer: no)
@@ -336,22 +414,15 @@ class SingleCostTrainer(TowerTrainer):
         if xla_compile is not None:
             self.xla_compile = bool(xla_compile)
         if steps_per_run is not None:
-            if isinstance(steps_per_run, bool) or not isinstance(steps_per_run, int) or steps_per_run < 1:
-                raise ValueError(f"{type(self).__name__}(steps_per_run=...) must be a positive int, "
-                                 f"got {steps_per_run!r}")
-            self.steps_per_run = steps_per_run
+            self.steps_per_run = check_int(type(self).__name__, "steps_per_run", steps_per_run, minimum=1)
         if gradient_accumulation_steps is not None:
-            if (isinstance(gradient_accumulation_steps, bool) or not isinstance(gradient_accumulation_steps, int)
-                    or gradient_accumulation_steps < 1):
-                raise ValueError(f"{type(self).__name__}(gradient_accumulation_steps=...) must be a positive "
-                                 f"int, got {gradient_accumulation_steps!r}")
-            self.gradient_accumulation_steps = gradient_accumulation_steps
+            self.gradient_accumulation_steps = check_int(
+                type(self).__name__, "gradient_accumulation_steps", gradient_accumulation_steps, minimum=1)
         if mixed_precision is not None:
             self.mixed_precision = bool(mixed_precision)
         if skip_nonfinite_steps is not None:
             self.skip_nonfinite_steps = bool(skip_nonfinite_steps)
         self._skipped_steps: tf.Variable | None = None
-        self._record_summaries = True
         self.train_op: TracedStep | None = None
         self._grad_processors: list[GradientProcessor] = []
         self._trainable: list[tf.Variable] = []
@@ -516,21 +587,22 @@ class SingleCostTrainer(TowerTrainer):
         results = []
         for m, inputs in enumerate(micro):
             # summaries are recorded once per step: by the last micro-batch's main tower
-            self._record_summaries = m == len(micro) - 1
-            results.append(self._build_towers(inputs))
-        self._record_summaries = True
+            results.append(self._build_towers(inputs, record_summaries=m == len(micro) - 1))
         results = _average_micro_batches(results) if len(results) > 1 else results[0]
         with summary_collection_scope(self.summary_collection):
             output = self._apply_towers(results)
         main = results[0].handle
         return output, {name: main.get_tensor(name) for name in fetch_names}
 
-    def _build_towers(self, tower_inputs: list[list[tf.Tensor]]) -> list[TowerResult]:
-        return [self._build_tower(k, inputs) for k, inputs in enumerate(tower_inputs)]
+    def _build_towers(self, tower_inputs: list[list[tf.Tensor]],
+                      record_summaries: bool = True) -> list[TowerResult]:
+        return [self._build_tower(k, inputs, record_summaries) for k, inputs in enumerate(tower_inputs)]
 
-    def _build_tower(self, index: int, inputs: Sequence[tf.Tensor]) -> TowerResult:
-        """Build training tower ``index`` on its device: its cost and its gradients."""
-        collection = self.summary_collection if index == 0 and self._record_summaries else None
+    def _build_tower(self, index: int, inputs: Sequence[tf.Tensor],
+                     record_summaries: bool = True) -> TowerResult:
+        """Build training tower ``index`` on its device: its cost and its gradients; the main
+        tower records its summaries when ``record_summaries``."""
+        collection = self.summary_collection if index == 0 and record_summaries else None
         with _device(self._tower_device(index)), summary_collection_scope(collection):
             with TowerContext(f"tower{index}", is_training=True, index=index) as ctx:
                 with tf.GradientTape() as tape:
@@ -563,6 +635,10 @@ class SingleCostTrainer(TowerTrainer):
             apply_if_finite(self._optimizer, grads_and_vars, self._skipped_steps)
         else:
             self._optimizer.apply_gradients(grads_and_vars)
+
+
+#: the trainer's attributes the optimizers' fallback does not scan (they are declared, or bookkeeping)
+_NOT_SCANNED = frozenset({"_optimizer", "_optimizers", "_declared_objects", "_guessed_optimizers_logged"})
 
 
 def _optimizers_in(key: str, value: Any) -> list[tuple[str, Any]]:

@@ -18,21 +18,24 @@ the ops to run::
             self.train_op = d_min
 
 This runs in TensorFlow 2 as written, with Keras optimizers: they have no
-``minimize`` in Keras 3, and importing :mod:`trainstack.towers` gives them
-tensorpack's, which is :func:`minimize` (``minimize(opt, loss, var_list=...)``,
-the same call). What happens:
+``minimize`` in Keras 3, and while such a trainer's ``__init__`` runs the TF1
+room gives them tensorpack's (see :mod:`~trainstack.towers.tf1.switch`), which
+is :func:`minimize` (``minimize(opt, loss, var_list=...)``, the same call).
+What happens:
 
-- While a :class:`~trainstack.towers.TowerTrainer` subclass's ``__init__``
-  runs, a ``TowerContext`` entered outside any traced function does not run
-  the model eagerly (which would block on a queue's dequeue): it builds the
+- While the ``__init__`` of a :class:`~trainstack.towers.TowerTrainer` subclass with
+  ``records_graph_build`` (the default) runs, a ``TowerContext`` entered outside any
+  traced function does not run the model eagerly (which would block on a queue's
+  dequeue): it builds the
   tower once in a scratch graph, with the input's tensors (the queue's
   dequeue, a feed's placeholder), and records it. The model's variables are
   created then (in a traced function, as the other trainers create them), so
   the model's attributes (``model.g_loss``, ``model.g_vars``) exist after the
   ``with`` block: losses as symbolic tensors, variables as the real ones.
 - ``opt.minimize`` (:func:`minimize`) on such a loss records an optimization (the optimizer, the
-  loss, the variables) and returns a :class:`GraphOp`. ``tf.control_dependencies
-  ([g_min])`` around the next ``minimize`` makes it run after ``g_min``, as in TF1.
+  loss, the variables) and returns a :class:`GraphOp`. Every ``minimize`` made inside a
+  ``tf.control_dependencies([g_min])`` block runs after ``g_min``, as in TF1; none made
+  after the block does (:func:`control_dependencies`).
 - A ``GraphOp`` is a step: ``self.train_op = d_min`` (the default
   ``run_step`` runs it with the callbacks' hooks), ``self.hooked_run(self.d_min)``
   or tensorpack's ``self.hooked_sess.run(self.d_min)``. When ``__init__``
@@ -66,10 +69,9 @@ from tensorflow.python.framework import func_graph as _func_graph
 
 from trainstack.callbacks import SummaryCollection, summary_collection_scope
 
-from . import tower as _tower
-from .gradproc import check_optimizer, unwrap_optimizer
-from .step import TracedStep
-from .tower import TowerContext, TowerFunc
+from ..tower.gradproc import check_optimizer, unwrap_optimizer
+from ..tower.step import TracedStep
+from ..tower.tower import TowerContext, TowerFunc, variable_name
 
 __all__ = ["minimize", "GraphOp", "GraphBuildError"]
 
@@ -142,12 +144,26 @@ def _current_recorder(create: bool = False) -> GraphRecorder | None:
     return construction.recorder
 
 
-def _eager_tower_hook(ctx: TowerContext) -> Any:
+def eager_tower(ctx: TowerContext) -> Any:
+    """For a TowerContext entered eagerly while a trainer is constructed: the entered recording
+    of its tower in a scratch graph; None outside any construction (the tower runs eagerly)."""
     recorder = _current_recorder(create=True)
     return None if recorder is None else recorder.enter_tower(ctx)
 
 
-_tower._eager_tower_hook = _eager_tower_hook
+def _input_of(trainer: Any) -> Any:
+    """The trainer's InputSource, None before it has one."""
+    try:
+        return trainer.input
+    except AttributeError:
+        return None
+
+
+def _tower_func_of(trainer: Any) -> TowerFunc | None:
+    try:
+        return trainer.tower_func
+    except AttributeError:
+        return None
 
 
 # -- recording -----------------------------------------------------------------------------------------
@@ -168,7 +184,7 @@ class _Recording:
         self.graph = _func_graph.FuncGraph(f"{type(recorder.trainer).__name__}_graph_build")
         self._stack = contextlib.ExitStack()
         self._stack.enter_context(self.graph.as_default())
-        source = recorder.trainer._input
+        source = _input_of(recorder.trainer)
         if source is not None:
             feeds = {name: tf.compat.v1.placeholder(spec.dtype, spec.shape, name=name.replace("/", "_"))
                      for name, spec in source.feed_signature().items()}
@@ -179,13 +195,13 @@ class _Recording:
         self._stack.__exit__(*exc)
 
     def call_tower(self, tower_func: TowerFunc, ctx: TowerContext, inputs: Sequence[Any]) -> Any:
-        if tower_func._first_tower is None:
+        if tower_func.first_tower is None:
             # create the variables in a traced function (tf.function lifts their creation out
             # of the graph, whatever their initial values), then build the tower here
             specs = [tf.TensorSpec(tf.convert_to_tensor(t).shape, tf.convert_to_tensor(t).dtype)
                      for t in inputs]
             with tf.init_scope():
-                tf.function(lambda *xs: tower_func._build(ctx, xs),
+                tf.function(lambda *xs: tower_func.build(ctx, xs),
                             autograph=False).get_concrete_function(*specs)
         # the first training tower records its summaries (as the trainer's steps will: the
         # same ops), into a collection of its own
@@ -193,7 +209,7 @@ class _Recording:
         collection = SummaryCollection("graph_build") if main else None
         before = len(self.graph.get_operations())
         with summary_collection_scope(collection):
-            outputs = tower_func._build(ctx, inputs)
+            outputs = tower_func.build(ctx, inputs)
         ops = [op for op in self.graph.get_operations()[before:] if op.type != "Placeholder"]
         self.recorder.towers.append(_TowerRecord(tower_func, ctx, self.graph, ops))
         return outputs
@@ -206,7 +222,8 @@ class GraphRecorder:
         self.trainer = trainer
         self.towers: list[_TowerRecord] = []
         self.ops: list[GraphOp] = []
-        self.pending_deps: list[GraphOp] = []
+        #: the GraphOps of the ``tf.control_dependencies`` blocks open now, outermost first
+        self.dependency_scopes: list[list[GraphOp]] = []
 
     def enter_tower(self, ctx: TowerContext) -> _Recording:
         return _Recording(self, ctx)
@@ -223,12 +240,12 @@ class GraphRecorder:
         if not self.towers:
             return
         trainer = self.trainer
-        if trainer._input is None:
+        if _input_of(trainer) is None:
             raise GraphBuildError(
                 f"{type(trainer).__name__}.__init__ built a tower without telling the trainer its input. "
                 "Register the input's callbacks before building the tower, e.g.\n" + SUPPORTED_FORM)
-        if trainer._tower_func is None:
-            trainer._tower_func = self.towers[0].tower_func
+        if _tower_func_of(trainer) is None:
+            trainer.tower_func = self.towers[0].tower_func
         self._build_optimizers()
         held = [v for v in vars(trainer).values() if isinstance(v, GraphOp)]
         for op in held:
@@ -319,9 +336,12 @@ class GraphOp:
         self._step: TracedStep | None = None
 
     def __call__(self) -> None:
-        # eager tf.control_dependencies([op]) calls the callables it is given: the next
-        # minimize() made under it runs after this one
-        self.recorder.pending_deps.append(self)
+        # eager tf.control_dependencies([op]) calls the callables it is given; in the trainer's
+        # __init__ the TF1 room handles the block itself (see control_dependencies below)
+        raise GraphBuildError(
+            f"tf.control_dependencies([{self.name}]) outside {type(self.recorder.trainer).__name__}.__init__: "
+            "a recorded minimize() orders only the minimize() calls made in the same __init__, inside "
+            "the block")
 
     @property
     def step(self) -> TracedStep:
@@ -336,7 +356,7 @@ class GraphOp:
     def apply(self, tape: tf.GradientTape, loss: tf.Tensor) -> tf.Tensor:
         grads = tape.gradient(loss, self.variables)
         pairs = [(g, v) for g, v in zip(grads, self.variables) if g is not None]
-        unused = [_tower.variable_name(v) for g, v in zip(grads, self.variables) if g is None]
+        unused = [variable_name(v) for g, v in zip(grads, self.variables) if g is None]
         if unused:
             logger.warning("%s: %s does not depend on %s; they are not updated", self.name, self.loss_name,
                            ", ".join(unused))
@@ -360,7 +380,7 @@ def minimize(optimizer: Any, loss: Any, var_list: Sequence[Any] | None = None, n
     """tensorpack's ``opt.minimize(loss, var_list=..., name=...)`` for a Keras optimizer.
 
     In a custom trainer's ``__init__`` (``loss`` built by a tower under a
-    ``TowerContext``, see :mod:`trainstack.towers.tower.graph_build`): records the
+    ``TowerContext``, see :mod:`trainstack.towers.tf1.recording`): records the
     optimization and returns a :class:`GraphOp`, a step the trainer runs.
     ``var_list`` defaults to the trainable variables of the loss's tower function.
     ``optimizer`` may be wrapped by ``apply_grad_processors``.
@@ -393,9 +413,35 @@ def minimize(optimizer: Any, loss: Any, var_list: Sequence[Any] | None = None, n
     variables = list(var_list) if var_list is not None else _tower_variables(recorder, located[0])
     if not variables:
         raise GraphBuildError(f"minimize(): var_list is empty for loss {loss.name}")
-    deps, recorder.pending_deps = recorder.pending_deps, []
+    deps = list(dict.fromkeys(op for scope in recorder.dependency_scopes for op in scope))
     op = GraphOp(recorder, keras_optimizer, processors, loss, located, variables,
                  name or f"minimize_{len(recorder.ops)}", deps)
     recorder.ops.append(op)
     return op
+
+
+@contextlib.contextmanager
+def _dependency_scope(recorder: GraphRecorder, ops: list[GraphOp]) -> Iterator[None]:
+    recorder.dependency_scopes.append(ops)
+    try:
+        yield
+    finally:
+        recorder.dependency_scopes.remove(ops)
+
+
+def control_dependencies(original: Any, control_inputs: Any) -> Any:
+    """``tf.control_dependencies(control_inputs)`` while a trainer's ``__init__`` records its graph:
+    every :func:`minimize` made inside the block depends on the block's GraphOps (as TF1 made every
+    op created in the block depend on them), and none made after it does."""
+    inputs = list(control_inputs) if control_inputs is not None else []
+    ops = [c for c in inputs if isinstance(c, GraphOp)]
+    recorder = _current_recorder()
+    if not ops or recorder is None:
+        return original(control_inputs)
+    if len(ops) != len(inputs):
+        raise GraphBuildError(
+            "tf.control_dependencies() in a trainer's __init__ mixes minimize() results with other "
+            f"values ({[c for c in inputs if not isinstance(c, GraphOp)]!r:.120}): only minimize() "
+            "results can be ordered while the graph is recorded")
+    return _dependency_scope(recorder, ops)
 

@@ -38,11 +38,12 @@ import warnings
 from typing import Any, Sequence
 
 from trainstack.inputs import FeedfreeInput
+from trainstack.loop.checks import check_int
 
-from ..run.config import TrainConfig
-from ..run.launch import launch_train_with_config
-from ..predict.predictor import OnlinePredictor
-from ..trainers.simple import SimpleTrainer
+from ...run.config import TrainConfig
+from ...run.launch import launch_train_with_config
+from ...predict.predictor import OnlinePredictor
+from ...trainers.simple import SimpleTrainer
 
 __all__ = ["bind_legacy_config", "train_legacy", "legacy_get_predictor", "FeedfreeTrainerBase",
            "SingleCostFeedfreeTrainer", "SimpleFeedfreeTrainer", "MULTI_GPU_TRAINERS"]
@@ -54,7 +55,7 @@ MULTI_GPU_TRAINERS = ("SyncMultiGPUTrainerReplicated", "SyncMultiGPUTrainerParam
                       "AsyncMultiGPUTrainer")
 
 #: trainstack.towers' folder: warnings name the first frame outside it (the user's)
-_PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+_PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 _logged: set[str] = set()
 
 
@@ -98,7 +99,9 @@ def legacy_get_predictor(trainer: Any, input_names: Sequence[str], output_names:
     """
     config = getattr(trainer, "config", None)
     predict_tower = config.predict_tower if isinstance(config, TrainConfig) else [0]
-    if isinstance(tower, bool) or not isinstance(tower, int) or not 0 <= tower < len(predict_tower):
+    tower = check_int("legacy_get_predictor", "tower", tower, minimum=0,
+                      note=f"an index into config.predict_tower, {predict_tower}")
+    if tower >= len(predict_tower):
         raise IndexError(f"tower={tower!r} is not a prediction tower: config.predict_tower is "
                          f"{predict_tower}")
     device = predict_tower[tower]

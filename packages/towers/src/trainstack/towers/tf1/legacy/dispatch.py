@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..run.config import TrainConfig
-from ..trainers import legacy_hook
+from ...run.config import TrainConfig
+from ...trainers import legacy_hook
 from .compat import bind_legacy_config, train_legacy
 from .compat_multigpu import build_on_multi_tower, legacy_devices, legacy_options
 

@@ -28,10 +28,10 @@ from typing import Any, Callable, Mapping, Sequence
 import tensorflow as tf
 
 from .compat import warn_deprecated
-from ..run.config import TrainConfig
-from ..session.devices import resolve_devices
-from ..tower.tower import TowerContext
-from ..trainers.legacy_hook import reject_legacy_options
+from ...run.config import TrainConfig
+from ...session.devices import resolve_devices
+from ...tower.tower import TowerContext
+from ...trainers.legacy_hook import reject_legacy_options
 
 __all__ = ["legacy_devices", "legacy_options", "build_on_multi_tower"]
 

@@ -1,0 +1,26 @@
+"""The one helper with which the multi-process trainers leave the logger directory to the chief."""
+from __future__ import annotations
+
+import logging
+
+from trainstack.callbacks import JSONWriter, ScalarPrinter, TFEventWriter
+from trainstack.distributed._writers import without_logger_dir_writers
+
+
+def test_non_chief_processes_drop_the_writers_of_the_logger_directory(caplog, tmp_path):
+    own = JSONWriter(logdir=str(tmp_path))
+    printer = ScalarPrinter()
+    with caplog.at_level(logging.INFO, logger="trainstack.distributed"):
+        kept = without_logger_dir_writers([JSONWriter(), own, TFEventWriter(), printer], "worker 1")
+    assert kept == [own, printer]
+    skipped = [r.getMessage() for r in caplog.records if "skips" in r.getMessage()]
+    assert len(skipped) == 2 and all(m.startswith("worker 1 skips") for m in skipped)
+    assert "JSONWriter" in skipped[0] and "TFEventWriter" in skipped[1]
+
+
+def test_a_monitor_of_ones_own_may_declare_it():
+    class Uploader(ScalarPrinter):
+        writes_to_logger_dir = True
+
+    assert without_logger_dir_writers([Uploader()], "rank 1") == []
+    assert without_logger_dir_writers((), "rank 1") == []

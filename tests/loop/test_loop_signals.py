@@ -1,0 +1,95 @@
+"""main_loop's SIGTERM/SIGINT handlers: installed for the time of the loop and put back after by
+default; with handle_signals=False the process's own handlers stay, untouched, during training."""
+from __future__ import annotations
+
+import os
+import signal
+import threading
+
+import pytest
+
+from trainstack.loop import Callback, Trainer
+
+SIGNALS = (signal.SIGTERM, signal.SIGINT)
+
+pytestmark = pytest.mark.skipif(threading.current_thread() is not threading.main_thread(),
+                                reason="signal handlers are installed from the main thread only")
+
+
+class SeeHandlers(Callback):
+    """Records the process's SIGTERM/SIGINT handlers in before_train and after each step."""
+
+    def __init__(self) -> None:
+        self.seen: list[dict[int, object]] = []
+
+    def _look(self) -> None:
+        self.seen.append({sig: signal.getsignal(sig) for sig in SIGNALS})
+
+    _before_train = _look
+    _trigger_step = _look
+
+
+@pytest.fixture
+def own_handlers():
+    """Handlers of "the host program" for both signals (recording what they receive), restored after."""
+    received: list[int] = []
+
+    def handler(signum, frame):
+        received.append(signum)
+
+    previous = {sig: signal.signal(sig, handler) for sig in SIGNALS}
+    yield handler, received
+    for sig, h in previous.items():
+        signal.signal(sig, h)
+
+
+def trainer() -> Trainer:
+    t = Trainer()
+    t.train_op = lambda: None
+    return t
+
+
+def test_by_default_the_loop_installs_its_handlers_and_puts_the_previous_ones_back(own_handlers):
+    handler, received = own_handlers
+    seen = SeeHandlers()
+    trainer().train([seen], [], steps_per_epoch=2, max_epoch=2)
+    assert len(seen.seen) == 5
+    for during in seen.seen:
+        for sig in SIGNALS:
+            assert during[sig] is not handler and callable(during[sig])
+    assert all(signal.getsignal(sig) is handler for sig in SIGNALS)  # restored after training
+    assert received == []
+
+
+@pytest.mark.parametrize("how", ["train", "train_with_defaults", "main_loop"])
+def test_handle_signals_false_leaves_the_process_handlers_alone(own_handlers, how):
+    handler, received = own_handlers
+    seen = SeeHandlers()
+
+    class SendSigterm(Callback):
+        def _trigger_step(self):
+            if self.global_step == 1:
+                os.kill(os.getpid(), signal.SIGTERM)  # the host's handler gets it, not the loop
+
+    t = trainer()
+    callbacks = [seen, SendSigterm()]
+    if how == "train":
+        t.train(callbacks, [], steps_per_epoch=2, max_epoch=2, handle_signals=False)
+    elif how == "train_with_defaults":
+        t.train_with_defaults(callbacks=callbacks, steps_per_epoch=2, max_epoch=2, handle_signals=False)
+    else:
+        t.setup_callbacks(callbacks, [])
+        t.initialize()
+        t.main_loop(2, max_epoch=2, handle_signals=False)
+    assert len(seen.seen) == 5
+    assert all(during[sig] is handler for during in seen.seen for sig in SIGNALS)
+    assert all(signal.getsignal(sig) is handler for sig in SIGNALS)
+    # the signal went to the host's handler; the loop neither noticed nor stopped
+    assert received == [signal.SIGTERM]
+    assert t.global_step == 4 and t.loop.interrupted is None
+
+
+def test_handle_signals_must_be_a_bool():
+    t = trainer()
+    with pytest.raises(TypeError, match=r"main_loop\(handle_signals=...\) must be True or False, got 0"):
+        t.train([], [], steps_per_epoch=1, max_epoch=1, handle_signals=0)
