@@ -40,10 +40,13 @@ def test_each_pass_restarts_and_reset_state_reaches_the_dataflow():
     assert df.resets == 1
 
 
-@pytest.mark.parametrize("rank, size, error", [(2, 2, ValueError), (-1, 2, ValueError), (0, 0, ValueError),
-                                               (0.0, 2, TypeError), (True, 2, TypeError)])
-def test_bad_rank_or_size_is_a_clear_error(rank, size, error):
-    with pytest.raises(error, match="rank"):
+@pytest.mark.parametrize("rank, size, error, named", [
+    (2, 2, ValueError, r"rank=\.\.\.\) must be an integer in \[0, 1\], got 2"),
+    (-1, 2, ValueError, r"rank=\.\.\.\) must be an integer in \[0, 1\], got -1"),
+    (0, 0, ValueError, r"size=\.\.\.\) must be a positive integer, got 0"),
+    (0.0, 2, TypeError, r"rank=\.\.\.\) must be"), (True, 2, TypeError, r"rank=\.\.\.\) must be")])
+def test_bad_rank_or_size_is_a_clear_error(rank, size, error, named):
+    with pytest.raises(error, match=named):
         shard_dataflow(Counting(4), rank, size)
 
 

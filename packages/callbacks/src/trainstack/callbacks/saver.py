@@ -59,9 +59,6 @@ __all__ = ["ModelSaver", "MinSaver", "MaxSaver", "load_loop_state", "restore_loo
 
 logger = logging.getLogger("trainstack.callbacks")
 
-# the checkpoint's layout (keys, bookkeeping, suffix) is defined once, in checkpoint_layout
-_BEST_STAT_KEY = BEST_STAT_KEY
-_VALUE_SUFFIX = VALUE_SUFFIX
 # what says where a run is: a resumed run continues from the checkpoint whose values these are
 _POSITION_KEYS = ("epoch_num", "local_step", "global_step", "epoch_finished")
 
@@ -175,8 +172,8 @@ def load_loop_state(path: str | os.PathLike) -> dict[str, int | bool]:
     prefix = LOOP_STATE_KEY + "/"
     state: dict[str, int | bool] = {}
     for name, dtype in reader.get_variable_to_dtype_map().items():
-        if name.startswith(prefix) and name.endswith(_VALUE_SUFFIX):
-            key = name[len(prefix):-len(_VALUE_SUFFIX)]
+        if name.startswith(prefix) and name.endswith(VALUE_SUFFIX):
+            key = name[len(prefix):-len(VALUE_SUFFIX)]
             value = reader.get_tensor(name)
             state[key] = bool(value) if dtype == tf.bool else int(value)
     if not state:
@@ -355,19 +352,19 @@ class MinSaver(Callback):
         self._objects = objects = checkpoint_objects_of(self.trainer, self.name)
         self._loop_state = _loop_state_module(self.trainer.loop.state_dict())
         with tf.device("CPU:0"):
-            self._best_stat = tf.Variable(math.nan, dtype=tf.float64, trainable=False, name=_BEST_STAT_KEY)
+            self._best_stat = tf.Variable(math.nan, dtype=tf.float64, trainable=False, name=BEST_STAT_KEY)
         checkpoint = saver_checkpoint(objects, **{LOOP_STATE_KEY: self._loop_state,
-                                                  _BEST_STAT_KEY: self._best_stat})
+                                                  BEST_STAT_KEY: self._best_stat})
         self.manager = tf.train.CheckpointManager(checkpoint, self.directory, max_to_keep=1,
                                                   checkpoint_name="model")
         previous = self.manager.latest_checkpoint
         if previous is not None:
             try:
-                self._best_stat.assign(tf.train.load_variable(previous, _BEST_STAT_KEY + _VALUE_SUFFIX))
+                self._best_stat.assign(tf.train.load_variable(previous, BEST_STAT_KEY + VALUE_SUFFIX))
             except (tf.errors.NotFoundError, ValueError):
                 logger.warning("%s: %s holds checkpoint %s without a %r value; it will be replaced "
                                "by the first model saved.", self.name, self.directory, previous,
-                               _BEST_STAT_KEY)
+                               BEST_STAT_KEY)
                 return
             logger.info("%s: %s already holds a best checkpoint with %s=%.5g; that is the value to beat.",
                         self.name, self.directory, self.monitor_stat, self.best)

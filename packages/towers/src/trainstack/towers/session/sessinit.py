@@ -40,19 +40,13 @@ import numpy as np
 import tensorflow as tf
 
 from trainstack.callbacks import checkpoint_objects_of
-from trainstack.callbacks.checkpoint_layout import (OBJECT_GRAPH_KEY, SAVER_KEYS, VALUE_SUFFIX, CheckpointMatch,
-                                                    NameBasedCheckpointError, match_checkpoint, value_name)
-from trainstack.callbacks.checkpoint_layout import is_variable as _is_variable
-from trainstack.callbacks.checkpoint_layout import walk
+from trainstack.callbacks.checkpoint_layout import (SAVER_KEYS, CheckpointMatch, NameBasedCheckpointError,
+                                                    is_variable, match_checkpoint, value_name, walk)
 
 __all__ = ["InitReport", "SessionInit", "JustCurrentSession", "CheckpointInit", "SaverRestore",
            "SaverRestoreRelaxed", "DictRestore", "ChainInit", "SmartInit", "get_model_loader", "ResumeError"]
 
 logger = logging.getLogger("trainstack.towers")
-
-# the checkpoint's layout is the savers' (trainstack.callbacks.checkpoint_layout); these names stay
-_OBJECT_GRAPH_KEY = OBJECT_GRAPH_KEY
-_VALUE_SUFFIX = VALUE_SUFFIX
 
 
 class ResumeError(ValueError):
@@ -175,7 +169,7 @@ def _walk(objects: Mapping[str, Any]) -> dict[int, tuple[str, Any]]:
 
 def _variables(objects: Mapping[str, Any]) -> list[tuple[str, Any]]:
     """(path under checkpoint_objects, variable) for every variable reachable from ``objects``."""
-    return [(path, obj) for path, obj in _walk(objects).values() if _is_variable(obj)]
+    return [(path, obj) for path, obj in _walk(objects).values() if is_variable(obj)]
 
 
 def _display_name(path: str, var: Any) -> str:

@@ -262,7 +262,7 @@ class GraphRecorder:
         for optimizer, variables in by_optimizer.values():
             if not optimizer.built:
                 optimizer.build(list(variables.values()))
-            self.trainer._register_optimizer(optimizer)
+            self.trainer.register_optimizer(optimizer)
 
     def make_step(self, target: GraphOp) -> TracedStep:
         order: list[GraphOp] = []

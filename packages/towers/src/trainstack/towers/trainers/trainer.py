@@ -168,8 +168,11 @@ class TowerTrainer(Trainer):
         """The Keras optimizer (unwrapped from apply_grad_processors); None before setup."""
         return self._optimizer
 
-    def _register_optimizer(self, optimizer: Any) -> None:
-        """Have ``checkpoint_objects`` hold ``optimizer`` (a Keras optimizer the trainer uses)."""
+    def register_optimizer(self, optimizer: Any) -> None:
+        """Have ``checkpoint_objects`` hold ``optimizer``, a Keras optimizer the trainer uses, as
+        ``optimizer`` (``optimizer_1``, ... after the first); the TF1 room's recording of a custom
+        trainer's ``minimize`` calls registers theirs. To choose the key, use
+        :meth:`declare_checkpoint_objects`."""
         optimizer = unwrap_optimizer(optimizer)[0]
         if optimizer is not self._optimizer and all(o is not optimizer for o in self._optimizers):
             self._optimizers.append(optimizer)
