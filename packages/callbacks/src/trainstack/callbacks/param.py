@@ -206,15 +206,15 @@ class ScheduledHyperParamSetter(HyperParamSetter):
         current = self.param.get_value()
         if expected is None or math.isclose(expected, current, rel_tol=1e-6):
             return None
+        # tensorpack's warning: a run (often a resumed one) whose parameter was initialized to
+        # something else than its schedule says is the mistake this line exists to catch
         where = f"{'step' if self.step_based else 'epoch'} {point}"
-        if self._set_at_beginning:
-            logger.info("[%s] the schedule gives %s=%.7g at %s, but it is %.7g; setting it.",
-                        self.name, self.param.readable_name, expected, where, current)
-            return expected
-        logger.warning("[%s] the schedule gives %s=%.7g at %s, but it is %.7g; left as is "
-                       "(set_at_beginning=False).", self.name, self.param.readable_name, expected,
-                       where, current)
-        return None
+        action = ("setting it to the schedule's value" if self._set_at_beginning else
+                  "left as is (set_at_beginning=False): if no other setter changes it, check how it "
+                  "is initialized")
+        logger.warning("[%s] the schedule gives %s=%.7g at %s, but it is %.7g; %s.", self.name,
+                       self.param.readable_name, expected, where, current, action)
+        return expected if self._set_at_beginning else None
 
     def _trigger_epoch(self) -> None:
         if not self.step_based:
