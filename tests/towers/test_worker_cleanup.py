@@ -106,3 +106,34 @@ def test_killed_workers_leave_no_process_and_no_descriptor_behind():
     assert report["fds_at_end"] == report["fds_after_first"], (
         f"open file descriptors grew from {report['fds_after_first']} after the first training to "
         f"{report['fds_at_end']} after {RUNS}")
+
+
+TFDATA_SCRIPT = textwrap.dedent("""
+    import json, multiprocessing, sys
+    sys.path.insert(0, {towers_tests!r})
+    from conftest import TinyClassifier, make_dataflow
+    from trainstack.inputs import MultiProcessDataFlow, TFDatasetInput
+    from trainstack.towers import SimpleTrainer, TrainConfig, launch_train_with_config
+
+    alive = []
+    for run in range(3):
+        df = MultiProcessDataFlow(make_dataflow(10), 2)
+        config = TrainConfig(model=TinyClassifier(), data=TFDatasetInput(df), callbacks=[], monitors=[],
+                             steps_per_epoch=5, max_epoch=2)
+        trainer = SimpleTrainer()
+        launch_train_with_config(config, trainer)
+        alive.append([p.pid for p in multiprocessing.active_children()])
+    print("REPORT " + json.dumps({{"alive": alive, "steps": trainer.global_step}}), flush=True)
+""")
+
+
+def test_a_tf_data_input_over_worker_processes_stops_them_when_training_ends():
+    code = TFDATA_SCRIPT.format(towers_tests=TOWERS_TESTS)
+    env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"}
+    proc = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
+                          timeout=300)
+    lines = [line for line in proc.stdout.splitlines() if line.startswith("REPORT ")]
+    assert proc.returncode == 0 and lines, f"the script failed:\n{proc.stderr[-4000:]}"
+    report = json.loads(lines[-1][len("REPORT "):])
+    assert report["steps"] == 10
+    assert report["alive"] == [[], [], []], "worker processes outlived train()"

@@ -7,12 +7,15 @@ dataset is repeated, pass after pass, so with the default
 """
 from __future__ import annotations
 
+import threading
 from typing import Any, Mapping, Sequence
 
 import tensorflow as tf
 
+from trainstack.loop import Callback
+
 from .base import FeedfreeInput
-from .dataflow import dataflow_size, reset_dataflow
+from .dataflow import close_workers, dataflow_size, reset_dataflow
 from .errors import EmptyDataFlowError, InputError, InputSignatureError
 from .signature import check_datapoint_at, normalize_signature
 
@@ -34,7 +37,8 @@ class TFDatasetInput(FeedfreeInput):
 
     The iterator is created at setup and lives as long as the source: the
     traced step holds it, so ``reset_state`` does not rewind it (passes just
-    continue).
+    continue). Built from a dataflow, the source stops the dataflow's worker
+    processes when training ends, whatever its outcome (see :func:`close_workers`).
     """
 
     def __init__(self, dataset: Any) -> None:
@@ -48,10 +52,11 @@ class TFDatasetInput(FeedfreeInput):
                             f"({type(dataset).__name__})")
         self._iterator: Any = None  # a tf.data iterator, made at setup
         self._may_be_empty = True  # whether a pass may yield nothing (unknown cardinality)
+        self._stopped = threading.Event()  # set when training ends: the dataflow is not read any more
 
     def _setup(self, signature: tuple[tf.TensorSpec, ...]) -> None:
         if self.dataset is None:
-            self.dataset = dataflow_to_dataset(self.dataflow, signature, source=self.name)
+            self.dataset = dataflow_to_dataset(self.dataflow, signature, source=self.name, stop=self._stopped)
         _check_element_spec(self.dataset.element_spec, signature, self.name)
         cardinality = int(self.dataset.cardinality())
         if cardinality == 0:
@@ -59,6 +64,9 @@ class TFDatasetInput(FeedfreeInput):
         # a dataset known to be non-empty never yields an empty pass: no per-step check needed
         self._may_be_empty = cardinality < 0 and cardinality != tf.data.INFINITE_CARDINALITY
         self._iterator = iter(self.dataset.repeat())
+
+    def _get_callbacks(self) -> list[Callback]:
+        return [] if self.dataflow is None else [_CloseWorkersAfterTraining(self)]
 
     def _size(self) -> int:
         if self.dataset is None:  # a dataflow, converted at setup
@@ -98,6 +106,21 @@ class TFDatasetInput(FeedfreeInput):
         # a spec more precise than the dataset's shapes (e.g. a fixed batch size) is checked per step
         return [tf.ensure_shape(t, spec.shape) if _more_precise(spec.shape, t.shape) else t
                 for t, spec in zip(tensors, self.input_signature)]
+
+
+class _CloseWorkersAfterTraining(Callback):
+    """Stops the worker processes of a TFDatasetInput's dataflow when training ends (ended or
+    failed): tf.data's generator thread started them, and nothing else would stop them."""
+
+    def __init__(self, source: TFDatasetInput) -> None:
+        self.source = source
+
+    def _default_name(self) -> str:
+        return f"CloseWorkers({self.source.name})"
+
+    def _after_train(self) -> None:
+        self.source._stopped.set()
+        close_workers(self.source.dataflow)
 
 
 @tf.function
@@ -161,7 +184,8 @@ def _spec_str(spec: tf.TensorSpec) -> str:
 
 
 def dataflow_to_dataset(dataflow: Any, signature: Sequence[tf.TensorSpec], *,
-                        source: str = "dataflow_to_dataset") -> tf.data.Dataset:
+                        source: str = "dataflow_to_dataset",
+                        stop: threading.Event | None = None) -> tf.data.Dataset:
     """A ``tf.data.Dataset`` of one pass of ``dataflow``: tuples of tensors in signature order.
 
     Each datapoint is checked with :func:`check_datapoint_at` (an error names the
@@ -170,22 +194,28 @@ def dataflow_to_dataset(dataflow: Any, signature: Sequence[tf.TensorSpec], *,
     dataflow has ``__len__``, the dataset's cardinality is that length.
     The dataset runs the dataflow in this process (through ``tf.py_function``
     machinery), holding it as long as the dataset lives. ``source`` names the
-    input in error messages.
+    input in error messages. Once ``stop`` is set, the dataflow is not iterated any more
+    (a pass in progress ends there): tf.data may still pull elements ahead in a thread of its
+    own after the consumer is done, and that must not restart a closed dataflow's workers.
     """
     signature = normalize_signature(signature)
     what = f"{source}({type(dataflow).__name__})"
     state = {"reset": False, "passes": 0}
 
     def one_pass():
+        if stop is not None and stop.is_set():
+            return
         if not state["reset"]:
             reset_dataflow(dataflow)
             state["reset"] = True
         pass_num, state["passes"] = state["passes"], state["passes"] + 1
         empty = True
         for index, dp in enumerate(dataflow):
+            if stop is not None and stop.is_set():
+                return
             empty = False
             yield tuple(check_datapoint_at(pass_num, index, dp, signature, source=what))
-        if empty:
+        if empty and not (stop is not None and stop.is_set()):
             raise EmptyDataFlowError(f"{what}: the dataflow yielded no datapoint in a whole pass; "
                                      "an input needs at least one datapoint per pass")
 
