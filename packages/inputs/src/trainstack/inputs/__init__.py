@@ -15,7 +15,8 @@ from .tensor import DummyConstantInput, TensorInput
 
 # multi-process and remote inputs, msgpack frames
 from .multiprocess import MultiProcessDataFlow, MultiProcessInput
-from .remote import DataFlowServer, RemoteDataFlow, RemoteInput, serve_dataflow
+from .remote import RemoteDataFlow, RemoteInput
+from .remote_server import DataFlowServer, serve_dataflow
 
 __all__ = [
     "InputSource", "FeedfreeInput", "FeedInput", "QueueInput", "InputReader",
