@@ -1,6 +1,9 @@
 """Names a ported tensorpack script uses (issue 13): each works as tensorpack's did, or fails clearly."""
 from __future__ import annotations
 
+import subprocess
+import sys
+
 import keras
 import numpy as np
 import pytest
@@ -184,10 +187,33 @@ def test_data_parallel_builder_names_its_replacement():
         DataParallelBuilder.build_on_towers([0, 1], lambda: None)
 
 
-def test_training_in_tf1_graph_mode_names_the_with_block(make_df):
-    with tf.Graph().as_default():
-        with pytest.raises(RuntimeError, match=r"remove the `with tf.Graph\(\).as_default\(\):` block"):
-            train(Model(), make_df(2))
+def test_training_inside_a_tf1_graph_block_works_as_written(make_df):
+    """tensorpack's scripts train inside `with tf.Graph().as_default():`; trainstack runs as it
+    would outside the block, and what the script built in the block's graph stays usable."""
+    graph = tf.Graph()
+    with graph.as_default():
+        before = tf.constant(2.0, name="built_before")
+        model = Model()
+        trainer = train(model, make_df(3), max_epoch=2)
+        assert trainer.global_step == 6
+        assert tf.compat.v1.get_default_graph() is graph and not tf.executing_eagerly()
+        after = tf.add(before, 1.0, name="built_after")  # the script's graph still takes ops
+    assert before.graph is graph and after.graph is graph
+    kernel = model.fc.kernel.numpy()  # an eager variable, trained
+    assert kernel.shape == (4, 3)
+
+
+def test_training_after_disable_eager_execution_names_the_call():
+    code = ("import tensorflow as tf\n"
+            "tf.compat.v1.disable_eager_execution()\n"
+            "from trainstack import *\n"
+            "try:\n"
+            "    launch_train_with_config(object(), SimpleTrainer())  # checked first\n"
+            "except RuntimeError as e:\n"
+            "    print('ERROR', e)\n")
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert "ERROR launch_train_with_config() was called after tf.compat.v1.disable_eager_execution()" \
+        in run.stdout, run.stderr[-2000:]
 
 
 def test_tf1_get_variable_in_build_graph_names_the_replacement(make_df):
@@ -196,17 +222,16 @@ def test_tf1_get_variable_in_build_graph_names_the_replacement(make_df):
         train(Model(body=body), make_df(2))
 
 
-@pytest.mark.parametrize("call", ["v2_image", "v1_scalar"])
-def test_tf1_summaries_in_build_graph_name_the_replacement(call, make_df):
+@pytest.mark.parametrize("call", ["v2", "v1"])
+def test_tf1_summaries_in_build_graph_are_reported_by_merge_all_summaries(call, make_df):
+    """tf.summary.* in build_graph works as in tensorpack (tests/towers/test_tf1_summaries.py has the rest)."""
     def body(self, x, label):
-        if call == "v2_image":
-            tf.summary.image("img", tf.reshape(x, [-1, 2, 2, 1]))
-        else:
-            tf.compat.v1.summary.scalar("s", tf.reduce_sum(x))
+        (tf.summary.scalar if call == "v2" else tf.compat.v1.summary.scalar)("s", tf.reduce_sum(x))
         return 0.0
 
-    with pytest.raises(TF1CallError, match=r"tf\..*summary\.(image|scalar)\(\).*add_tensor_summary.*put_image"):
-        train(Model(body=body), make_df(2))
+    df = make_df(2)
+    trainer = train(Model(body=body), df, extra=[MergeAllSummaries()])
+    assert trainer.monitors.get_latest("s") == pytest.approx(df[-1][0].sum())  # the epoch's last step
 
 
 def test_tf_summary_outside_towers_is_unchanged(tmp_path):

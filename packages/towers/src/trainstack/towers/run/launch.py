@@ -18,7 +18,7 @@ from trainstack.inputs import FeedInput, InputSource, QueueInput
 
 from .config import TrainConfig
 from ..tower.model_desc import ModelDesc
-from ..tower.eager import check_eager_execution
+from ..tower.eager import eager_execution
 from ..trainers.simple import QueueInputTrainer, SimpleTrainer
 from ..trainers.trainer import SingleCostTrainer
 
@@ -67,7 +67,11 @@ def launch_train_with_config(config: TrainConfig, trainer: SingleCostTrainer) ->
 
         launch_train_with_config(config, SimpleTrainer())
     """
-    check_eager_execution("launch_train_with_config()")
+    with eager_execution("launch_train_with_config()"):
+        _launch(config, trainer)
+
+
+def _launch(config: TrainConfig, trainer: SingleCostTrainer) -> None:
     if not isinstance(config, TrainConfig):
         raise TypeError(f"launch_train_with_config expects a TrainConfig, got {config!r:.80} "
                         f"({type(config).__name__})")

@@ -9,11 +9,12 @@ from .step import RetraceError, TracedStep
 from .model_desc import ModelDesc, ModelDescBase
 from .gradproc import (FilterNoneGrad, GlobalNormClip, GradientProcessor, MapGradient,
                        ProcessedOptimizer, ScaleGradient, SummaryGradient, apply_grad_processors)
-from .eager import check_eager_execution
+from .eager import check_eager_execution, eager_execution
 
 __all__ = [
     "TowerContext", "get_current_tower_context", "TowerFunc", "TowerHandle", "TowerHandles",
     "VariableReuseError", "TracedStep", "RetraceError", "ModelDescBase", "ModelDesc",
     "GradientProcessor", "FilterNoneGrad", "GlobalNormClip", "MapGradient", "ScaleGradient",
     "SummaryGradient", "ProcessedOptimizer", "apply_grad_processors", "check_eager_execution",
+    "eager_execution",
 ]
