@@ -7,7 +7,7 @@ import math
 import pytest
 
 from trainstack.callbacks import CallbackFactory, EarlyStopping, PeriodicTrigger, TerminateOnNaN
-from trainstack.loop import Callback, Trainer
+from trainstack.loop import Callback, NonFiniteError, Trainer
 
 
 class Ends(Callback):
@@ -41,8 +41,9 @@ def test_a_non_finite_loss_stops_right_after_its_step(linear_trainer, caplog, ba
     caplog.set_level(logging.INFO)
     trainer = linear_trainer()
     ends = Ends()
-    trainer.train([poison_loss_after(3, bad), TerminateOnNaN(), ends], [],
-                  steps_per_epoch=3, max_epoch=3)
+    with pytest.raises(NonFiniteError, match="'loss' is %s at global_step 4" % shown):  # after after_train
+        trainer.train([poison_loss_after(3, bad), TerminateOnNaN(), ends], [],
+                      steps_per_epoch=3, max_epoch=3)
 
     assert trainer.global_step == 4 and trainer.epoch_num == 2
     assert ends.steps == 3  # the bad step's trigger_step did not run
@@ -63,7 +64,7 @@ def test_finite_values_train_to_the_end(linear_trainer):
 def test_check_every_k_steps_checks_only_those_steps(linear_trainer):
     trainer = linear_trainer()
     trainer.train([poison_loss_after(1), TerminateOnNaN(check_every_k_steps=3)], [],
-                  steps_per_epoch=5, max_epoch=2)
+                  steps_per_epoch=5, max_epoch=2, on_nonfinite="stop")
     assert trainer.global_step == 3  # bad from step 2 on, seen at the first checked step
 
 
@@ -172,7 +173,8 @@ def test_a_non_finite_element_of_an_array_stops_too(caplog):
     trainer = Trainer()
     # the second step (1 step finished before it) returns an infinite element
     trainer.train_op = lambda: {"grads": [1.0, math.inf if trainer.global_step == 1 else 0.0, 2.0]}
-    trainer.train([TerminateOnNaN(["grads"])], [], steps_per_epoch=5, max_epoch=1)
+    with pytest.raises(NonFiniteError):
+        trainer.train([TerminateOnNaN(["grads"])], [], steps_per_epoch=5, max_epoch=1)
     assert trainer.global_step == 2
     assert any("'grads' is 1 non-finite of 3 elements at global_step 2" in r.getMessage()
                for r in caplog.records)

@@ -2,7 +2,6 @@
 counters, said once and true): the table under "The counters, with `steps_per_epoch=10`"."""
 from __future__ import annotations
 
-import re
 from pathlib import Path
 
 from trainstack.loop import Callback, Trainer

@@ -27,9 +27,9 @@ class PoisonAt(Callback):
             self.model.fc.kernel.assign(tf.fill(self.model.fc.kernel.shape, math.nan))
 
 
-def train(model, df, callbacks, max_epoch=2, config_type=TrainConfig):
+def train(model, df, callbacks, max_epoch=2, config_type=TrainConfig, **options):
     config = config_type(dataflow=df, model=model, callbacks=callbacks, extra_callbacks=[], monitors=[],
-                         max_epoch=max_epoch, steps_per_epoch=3)
+                         max_epoch=max_epoch, steps_per_epoch=3, **options)
     trainer = SimpleTrainer()
     launch_train_with_config(config, trainer)
     return trainer
@@ -64,7 +64,8 @@ def test_model_saver_never_saves_nan_weights_and_stops_naming_the_last_good_one(
     model = classifier()
     with caplog.at_level(logging.ERROR, logger="trainstack.callbacks"):
         trainer = train(model, make_df(3), [PoisonAt(model, 4),
-                                            PeriodicTrigger(ModelSaver(), every_k_steps=1)], max_epoch=3)
+                                            PeriodicTrigger(ModelSaver(), every_k_steps=1)], max_epoch=3,
+                        on_nonfinite="stop")
     assert trainer.global_step == 4  # stopped at the first save of NaN weights
     assert tf.train.latest_checkpoint(logger_dir).endswith("model-3")
     restored = tf.train.load_variable(os.path.join(logger_dir, "model-3"),
@@ -82,7 +83,7 @@ def test_min_saver_keeps_its_best_checkpoint_when_the_weights_turn_nan(classifie
             self.trainer.monitors.put_scalar("val", 10.0 - self.epoch_num)
 
     saver = MinSaver("val")
-    train(model, make_df(3), [PoisonAt(model, 5), Stat(), saver], max_epoch=3)
+    train(model, make_df(3), [PoisonAt(model, 5), Stat(), saver], max_epoch=3, on_nonfinite="stop")
     assert saver.best == 9.0  # epoch 1's model; epoch 2's had NaN weights and was refused
     assert tf.train.latest_checkpoint(saver.directory).endswith("model-3")
 
@@ -92,7 +93,7 @@ def test_terminate_on_nan_names_the_step_and_the_last_good_checkpoint(classifier
     model = classifier()
     with caplog.at_level(logging.ERROR, logger="trainstack.callbacks"):
         trainer = train(model, make_df(3), [ModelSaver(), PoisonAt(model, 4), TerminateOnNaN(["cost"])],
-                        max_epoch=3)
+                        max_epoch=3, on_nonfinite="stop")
     assert trainer.global_step == 5  # step 5 computes its cost with the poisoned kernel
     assert "'cost' is nan at global_step 5" in caplog.text
     assert "The last good checkpoint is " + os.path.join(logger_dir, "model-3") in caplog.text

@@ -47,9 +47,9 @@ def nan(dp):
     return np.full_like(dp[0], np.nan), dp[1]
 
 
-def train(model, data, callbacks=(), max_epoch=3):
+def train(model, data, callbacks=(), max_epoch=3, **options):
     config = TrainConfig(data=data, model=model, callbacks=list(callbacks), extra_callbacks=[],
-                         monitors=[JSONWriter()], max_epoch=max_epoch, steps_per_epoch=STEPS)
+                         monitors=[JSONWriter()], max_epoch=max_epoch, steps_per_epoch=STEPS, **options)
     trainer = SimpleTrainer()
     launch_train_with_config(config, trainer)
     return trainer
@@ -85,7 +85,8 @@ def test_nan_in_the_data_stops_training_before_a_checkpoint_has_nan(classifier, 
                                                                     caplog):
     df = Faulty(make_df(STEPS), pass_num=1, index=0, fault=nan)
     with caplog.at_level(logging.ERROR, logger="trainstack.callbacks"):
-        trainer = train(classifier(), FeedInput(df), [ModelSaver(), TerminateOnNaN(["cost"])])
+        trainer = train(classifier(), FeedInput(df), [ModelSaver(), TerminateOnNaN(["cost"])],
+                        on_nonfinite="stop")
     assert trainer.global_step == 4  # the first step of epoch 2 got the NaN batch
     assert "'cost' is nan at global_step 4" in caplog.text
     assert tf.train.latest_checkpoint(logger_dir).endswith("model-3")

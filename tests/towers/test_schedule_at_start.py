@@ -15,8 +15,10 @@ import math
 import keras
 import pytest
 
-from trainstack import (Callback, LoopStateInit, ModelSaver, NoOpTrainer, ObjAttrParam,
-                        ScheduledHyperParamSetter, SimpleTrainer, TrainConfig, launch_train_with_config)
+from trainstack.callbacks import ModelSaver, ObjAttrParam, ScheduledHyperParamSetter
+from trainstack.loop import Callback
+from trainstack.towers import (LoopStateInit, NoOpTrainer, SimpleTrainer, TrainConfig,
+                               launch_train_with_config)
 
 from .conftest import TinyClassifier, make_dataflow
 

@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 from nonfinite_cases import adam_classifier, poisoned, train
+
 from trainstack.inputs import FeedInput
 from trainstack.towers import SimpleTrainer
 
@@ -26,7 +27,7 @@ def test_a_nan_batch_is_skipped_as_if_it_was_not_there(classifier, make_df, setu
     for a, b in zip(skipped, without):
         np.testing.assert_allclose(a, b, rtol=1e-6, atol=1e-7)
     assert int(trainer.optimizer.iterations.numpy()) == 4
-    assert "global step 3: the gradients were not finite" in caplog.text
+    assert "global step 3: the loss 'cost' was not finite" in caplog.text
     assert trainer.monitors.get_latest("skipped_steps") == 1
 
 

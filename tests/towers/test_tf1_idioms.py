@@ -1,7 +1,7 @@
 """tensorpack's idioms inside the trainer behave as they did in tensorpack (issue 23).
 
-Written as a ported script is: ``from trainstack import *``, ``tfv1`` for TF1 calls,
-``launch_train_with_config``; each test measures what training did (the learning rate
+Written as a ported script is (the names ``from trainstack import *`` gives, imported from
+the layers), ``tfv1`` for TF1 calls, ``launch_train_with_config``; each test measures what training did (the learning rate
 applied at given steps, read from how far a weight moved under a constant gradient).
 """
 from __future__ import annotations
@@ -13,8 +13,9 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from trainstack import (Callback, ModelDesc, SimpleTrainer, TrainConfig, get_global_step_var,
-                        launch_train_with_config, tfv1)
+from trainstack.loop import Callback
+from trainstack.towers import (ModelDesc, SimpleTrainer, TrainConfig, get_global_step_var,
+                               launch_train_with_config, tfv1)
 
 STEPS = 30
 

@@ -124,15 +124,16 @@ def _non_finite(objects: Mapping[str, Any]) -> str | None:
 def _refuse_non_finite(saver: Callback, objects: Mapping[str, Any], directory: str | None,
                        latest: str | None) -> bool:
     """Whether ``saver`` must not save now because the weights are not finite (logged, and
-    training is stopped: a NaN does not heal, and the good checkpoints must stay)."""
+    training is stopped: a NaN does not heal, and the good checkpoints must stay). The message
+    names where the first non-finite value appeared when the trainer knows it, and the run
+    then ends with NonFiniteError (see ``Trainer.stop_on_nonfinite``)."""
     bad = _non_finite(objects)
     if bad is None:
         return False
-    message = (f"{saver.name}: not saving global_step {saver.global_step}: {bad} holds NaN or Inf. "
-               f"The last good checkpoint is {latest or f'none (in {directory})'}")
-    logger.error(message)
-    if not saver.trainer.loop.stop_requested:
-        saver.trainer.request_stop(message)
+    error = saver.trainer.stop_on_nonfinite(
+        f"{saver.name}: not saving global_step {saver.global_step}: {bad} holds NaN or Inf.",
+        then=f"The last good checkpoint is {latest or f'none (in {directory})'}")
+    logger.error("%s", error)
     return True
 
 

@@ -24,9 +24,12 @@ class TerminateOnNaN(Callback):
 
     ``names`` are values the step returns; they are fetched every
     ``check_every_k_steps``-th step (global steps k, 2k, ...). A bad value
-    raises :class:`StopTraining` right after that step, before its
-    ``trigger_step`` (so no periodic checkpoint saves the broken weights);
-    every callback's ``after_train`` still runs.
+    stops training right after that step, before its ``trigger_step`` (so no
+    periodic checkpoint saves the broken weights); every callback's
+    ``after_train`` still runs, then the run ends with ``NonFiniteError``
+    (``on_nonfinite="stop"``: quietly; see ``Trainer.stop_on_nonfinite``). The
+    message also names the first step whose loss or gradients were not finite
+    when the trainer records it (the towers' trainers do).
     """
 
     _chief_only = False  # every process must stop, not only the chief
@@ -51,11 +54,12 @@ class TerminateOnNaN(Callback):
         for name, value in zip(self._names, run_values.results):
             shown = _non_finite(value)
             if shown is not None:
-                message = (f"{self.name}: {name!r} is {shown} at global_step {self.global_step} "
-                           f"(epoch {self.epoch_num}, local step {self.local_step}); stopping training. "
-                           f"The last good checkpoint is {_latest_checkpoint()}")
-                logger.error(message)
-                raise StopTraining(message)
+                error = self.trainer.stop_on_nonfinite(
+                    f"{self.name}: {name!r} is {shown} at global_step {self.global_step} "
+                    f"(epoch {self.epoch_num}, local step {self.local_step}); stopping training.",
+                    then=f"The last good checkpoint is {_latest_checkpoint()}")
+                logger.error("%s", error)
+                raise StopTraining(str(error))
 
 
 def _latest_checkpoint() -> str:

@@ -1,4 +1,4 @@
-# About 400 lines: the collection and the in-graph ops that record into it are one concept (see below).
+# About 470 lines: the collection and the in-graph ops that record into it are one concept (see below).
 """Summaries recorded while a step is traced: SummaryCollection, add_moving_summary, add_tensor_summary.
 
 TF1 kept summaries and moving-average ops in graph collections. In TF2 a step
@@ -10,7 +10,11 @@ is a ``tf.function``; what it records at trace time goes into a
   in a ``tf.function`` runs on every call);
 - :func:`add_tensor_summary` keeps the last value of a tensor (or reads a
   variable directly). Nothing goes to the host until a callback reports
-  (the callbacks of :mod:`~trainstack.callbacks.summary_callbacks`).
+  (the callbacks of :mod:`~trainstack.callbacks.summary_callbacks`);
+- :meth:`SummaryCollection.add_fetched_summary` names a tensor of the step
+  that is computed only on the steps that fetch it (``MergeAllSummaries``
+  fetches it on the steps it writes): what ``tf.summary.*`` in a tower
+  records (see ``trainstack.towers.tf1.summaries``).
 
 Which collection records is chosen when the step is *traced*: the one made
 current by :func:`summary_collection_scope` (per thread: the scope does not
@@ -112,6 +116,24 @@ class _VariableValue(_Entry):
         return np.asarray(self.reduce(self.variable))
 
 
+class _Fetched(_Entry):
+    """A summary the step computes only when it is fetched, by name (its ``kind``: one of
+    :data:`FETCHED_KINDS`); nothing is kept between steps."""
+
+    def __init__(self, kind: str, fetch: str) -> None:
+        super().__init__()
+        self.kind = kind
+        self.fetch = fetch
+
+
+#: What a fetched summary's value is: ``scalar`` (a 0-d number), ``histogram`` (the statistics of
+#: :func:`_histogram_stats`), ``image`` (NHWC uint8), ``text`` (a string tensor).
+FETCHED_KINDS = ("scalar", "histogram", "image", "text")
+
+#: the collections that hold fetched summaries (see MergeAllSummaries.overrides)
+_WITH_FETCHED: "weakref.WeakSet[SummaryCollection]" = weakref.WeakSet()
+
+
 class SummaryCollection:
     """The summaries one model records while its step is traced.
 
@@ -193,6 +215,29 @@ class SummaryCollection:
                                  f"{value.dtype.name}; record one dtype per name")
             entry.update(value)
 
+    def add_fetched_summary(self, name: str, kind: str, fetch: str) -> None:
+        """Record that the step computes summary ``name`` as the tensor named ``fetch`` (in the
+        main training tower, as callbacks fetch it), only on the steps that fetch it.
+
+        ``kind`` is one of :data:`FETCHED_KINDS`. Nothing is computed or kept here:
+        ``MergeAllSummaries`` fetches the tensor on the steps it writes, so that a step that
+        does not write skips its computation (the graph prunes what nothing asks for).
+        """
+        if kind not in FETCHED_KINDS:
+            raise ValueError(f"summary {name!r}: unknown kind {kind!r}; expected one of {FETCHED_KINDS}")
+        if not isinstance(fetch, str) or not fetch:
+            raise TypeError(f"summary {name!r}: fetch must be a tensor name, got {fetch!r}")
+        entry = self._entry(name, _Fetched, lambda: _Fetched(kind, fetch))
+        if entry.kind != kind:
+            raise ValueError(f"summary {name!r} was recorded as {entry.kind}, now as {kind}; "
+                             "give it another name")
+        entry.fetch = fetch  # the latest trace's name (every trace builds the same one)
+        _WITH_FETCHED.add(self)
+
+    def fetched_summaries(self) -> list[tuple[str, str, str]]:
+        """``(name, kind, fetch)`` of each summary recorded by :meth:`add_fetched_summary`."""
+        return [(n, e.kind, e.fetch) for n, e in self._snapshot() if isinstance(e, _Fetched)]
+
     def moving_average_values(self) -> dict[str, float]:
         """The current (debiased) moving averages, for names updated at least once."""
         values = {}
@@ -244,7 +289,8 @@ class SummaryCollection:
                 self._entries[name] = entry
             elif not isinstance(entry, cls):
                 what = {_MovingAverage: "a moving average", _LastValue: "a summary of a tensor",
-                        _VariableValue: "a summary of a variable"}[type(entry)]
+                        _VariableValue: "a summary of a variable",
+                        _Fetched: "a summary computed when fetched (tf.summary.*)"}[type(entry)]
                 raise ValueError(f"{name!r} is already {what} in {self!r}; give it another name")
             if graph is not None:
                 if graph in entry.graphs:
@@ -362,9 +408,9 @@ def _rms(x: Any) -> tf.Tensor:
     return tf.sqrt(tf.reduce_mean(tf.square(x)))
 
 
-def _histogram_stats(x: Any) -> tf.Tensor:
+def _histogram_stats(x: Any, buckets: int = _HISTOGRAM_BUCKETS) -> tf.Tensor:
     """A fixed-size summary of the finite values of ``x``, computed where ``x`` lives:
-    ``[min, max, count, sum, sum of squares, bucket counts...]`` (equal-width buckets)."""
+    ``[min, max, count, sum, sum of squares, bucket counts...]`` (``buckets`` equal-width buckets)."""
     x = tf.reshape(tf.cast(x, tf.float32), [-1])
     finite = tf.math.is_finite(x)
     weights = tf.cast(finite, tf.float32)
@@ -375,9 +421,9 @@ def _histogram_stats(x: Any) -> tf.Tensor:
     same = hi <= lo
     left, right = tf.where(same, lo - 0.5, lo), tf.where(same, hi + 0.5, hi)
     x = tf.where(finite, x, left)  # non-finite values have weight 0
-    index = tf.cast(tf.floor((x - left) / (right - left) * _HISTOGRAM_BUCKETS), tf.int32)
-    index = tf.clip_by_value(index, 0, _HISTOGRAM_BUCKETS - 1)
-    counts = tf.math.unsorted_segment_sum(weights, index, _HISTOGRAM_BUCKETS)
+    index = tf.cast(tf.floor((x - left) / (right - left) * buckets), tf.int32)
+    index = tf.clip_by_value(index, 0, buckets - 1)
+    counts = tf.math.unsorted_segment_sum(weights, index, buckets)
     x = x * weights
     head = tf.stack([lo, hi, num, tf.reduce_sum(x), tf.reduce_sum(tf.square(x))])
     return tf.concat([head, counts], axis=0)

@@ -2,6 +2,7 @@
 
 :class:`MovingAverageSummary` puts the moving averages of :func:`add_moving_summary`
 to ``trainer.monitors``, :func:`MergeAllSummaries` the values of :func:`add_tensor_summary`
+and the summaries fetched from the steps it writes after (``tf.summary.*`` in a tower)
 (see :mod:`~trainstack.callbacks.summary` for the collection they read). A callback reads
 the collection given to it, else ``trainer.summary_collection`` when the trainer has one,
 else the process-wide default.
@@ -11,8 +12,9 @@ every step and averages them in Python.
 """
 from __future__ import annotations
 
+import logging
 from collections import deque
-from typing import Sequence
+from typing import Any, Sequence
 
 import numpy as np
 import tensorflow as tf
@@ -22,9 +24,11 @@ from trainstack.loop.checks import check_int
 
 from .callback_state import NumbersState
 from .graph import _fetch_names, _to_numpy
-from .summary import _DEFAULT, _HISTOGRAM_BUCKETS, SummaryCollection, _check_collection
+from .summary import _DEFAULT, _WITH_FETCHED, SummaryCollection, _check_collection
 
 __all__ = ["MovingAverageSummary", "MergeAllSummaries", "SimpleMovingAverage"]
+
+logger = logging.getLogger("trainstack.callbacks")
 
 
 # -- which collection a callback reads ---------------------------------------------------------
@@ -56,6 +60,10 @@ class MovingAverageSummary(Callback):
     The averages' variables are checkpointed by :class:`ModelSaver` (see
     :mod:`~trainstack.callbacks.callback_state`), as tensorpack's were: a resumed run
     reports the averages of the uninterrupted run.
+
+    A step that a trainer skips for a NaN or Inf (``skip_nonfinite_steps=True`` in the
+    towers layer) leaves the averages as they were: the trainer updates them at the end of
+    the step, only when it is not skipped, so the smoothed cost stays finite.
     """
 
     def __init__(self, collection: SummaryCollection | None = None, train_op: None = None) -> None:
@@ -81,13 +89,34 @@ class MovingAverageSummary(Callback):
 
 
 class _MergeAllSummaries(Callback):
-    """Put the summaries of :func:`add_tensor_summary` to the monitors (see MergeAllSummaries)."""
+    """Put the summaries of :func:`add_tensor_summary`, and the fetched ones (``tf.summary.*`` in
+    a tower), to the monitors (see MergeAllSummaries)."""
 
     def __init__(self, period: int, collection: SummaryCollection | None) -> None:
         self._period = period
         self._requested = collection
         self.collection: SummaryCollection | None = None
         self.name = "MergeAllSummaries"
+        #: fetched summaries: (name, kind, fetch) asked of the step, and (name, kind, value) got
+        self._asked: list[tuple[str, str, str]] = []
+        self._fetched: list[tuple[str, str, Any]] = []
+        self._fetched_in: tuple[int, int] | None = None
+        self._hooked: bool | None = None  # whether the group calls before_run (asked once)
+        self._warned = False
+
+    def overrides(self, hook: str) -> bool:
+        if hook in ("before_run", "after_run"):
+            # A trainer whose steps compute no fetched summary skips the hooked-run protocol.
+            # The group asks before setup_graph, when the trainer is not known yet: then any
+            # collection of the process holding fetched summaries counts (see summary.py).
+            collection = self._requested if self._requested is not None else getattr(
+                getattr(self, "trainer", None), "summary_collection", None)
+            if isinstance(collection, SummaryCollection):
+                self._hooked = bool(collection.fetched_summaries())
+            else:
+                self._hooked = bool(_WITH_FETCHED)
+            return self._hooked
+        return super().overrides(hook)
 
     def _setup_graph(self) -> None:
         self.collection = _collection_of(self, self._requested)
@@ -95,15 +124,53 @@ class _MergeAllSummaries(Callback):
     def _period_hit(self) -> bool:
         return bool(self._period) and (self.local_step + 1) % self._period == 0
 
+    def _writes_after_this_step(self) -> bool:
+        """Whether the summaries are written after the step now running: the epoch's last, or
+        a ``period``-th one."""
+        return self.local_step == self.trainer.steps_per_epoch - 1 or self._period_hit()
+
+    def _before_run(self, ctx: RunContext) -> list[str] | None:
+        # fetched summaries are computed by the steps that write them only; several hooked runs
+        # may make one step (a GAN's): fetch in the first one
+        where = (self.epoch_num, self.local_step)
+        if where == self._fetched_in or not self._writes_after_this_step():
+            return None
+        self._asked = self.collection.fetched_summaries()
+        if not self._asked:
+            return None
+        self._fetched_in = where
+        return [fetch for _, _, fetch in self._asked]
+
+    def _after_run(self, run_context: RunContext, run_values: RunValues) -> None:
+        if run_values.results is not None:
+            self._fetched = [(name, kind, value)
+                             for (name, kind, _), value in zip(self._asked, run_values.results)]
+
     def _report(self) -> None:
-        histograms = []
+        monitors = self.trainer.monitors
+        events = []
         for name, kind, value in self.collection.summary_values():
             if kind == "scalar":
-                self.trainer.monitors.put_scalar(name, value)
+                monitors.put_scalar(name, value)
             else:
-                histograms.append(tf.compat.v1.Summary.Value(tag=name, histo=_histogram(value)))
-        if histograms:
-            self.trainer.monitors.put_event(tf.compat.v1.Summary(value=histograms))
+                events.append(tf.compat.v1.Summary.Value(tag=name, histo=_histogram(value)))
+        fetched, self._fetched = self._fetched, []  # each computed value is written once
+        for name, kind, value in fetched:
+            if kind == "scalar":
+                monitors.put_scalar(name, value)
+            elif kind == "image":
+                monitors.put_image(name, value)
+            elif kind == "histogram":
+                events.append(tf.compat.v1.Summary.Value(tag=name, histo=_histogram(value)))
+            else:
+                events.append(_text(name, value))
+        if events:
+            monitors.put_event(tf.compat.v1.Summary(value=events))
+        if self._hooked is False and not self._warned and self.collection.fetched_summaries():
+            self._warned = True
+            logger.warning("MergeAllSummaries: the step recorded summaries computed when fetched "
+                           "(tf.summary.* in a tower) after the callbacks were set up, so they are "
+                           "never fetched nor written. Trace the step before training (setup_graph).")
 
 
 class _MergeSummariesWithStep(_MergeAllSummaries):
@@ -137,6 +204,14 @@ def MergeAllSummaries(period: int = 0, run_alone: bool = False,
     Scalars go to ``put_scalar``; histograms, in one ``tf.compat.v1.Summary``,
     to ``put_event``. Values are the last ones recorded by the step (kept on
     the device in variables, so that only reporting moves data to the host).
+
+    Summaries the step computes only when fetched (``tf.summary.scalar/image/histogram/text``
+    in a tower, see ``trainstack.towers.tf1.summaries``) are fetched from the steps after
+    which this callback writes (the epoch's last, and every ``period``-th), so the other
+    steps do not compute them; scalars go to ``put_scalar`` (every monitor: TensorBoard,
+    JSON, console), images to ``put_image``, histograms and text to ``put_event``.
+    With ``run_alone``, ``trigger()`` writes those of the epoch's last step (a trigger at
+    another time writes none that were not written yet).
 
     - ``period``: besides once an epoch, report after every ``period``-th step
       of each epoch (``(local_step + 1) % period == 0``, as in tensorpack).
@@ -208,12 +283,21 @@ class SimpleMovingAverage(Callback):
 
 # -- histograms, as TensorBoard takes them -----------------------------------------------------
 def _histogram(stats: np.ndarray) -> tf.compat.v1.HistogramProto:
-    """The TensorBoard histogram of statistics made by :func:`_histogram_stats`."""
+    """The TensorBoard histogram of statistics made by :func:`_histogram_stats` (any number of
+    buckets: what follows the five leading statistics)."""
     lo, hi, num, total, squares = (float(v) for v in stats[:5])
     if num == 0:
         return tf.compat.v1.HistogramProto()
     left, right = (lo - 0.5, hi + 0.5) if hi <= lo else (lo, hi)  # as in _histogram_stats
-    edges = np.linspace(left, right, _HISTOGRAM_BUCKETS + 1)
+    edges = np.linspace(left, right, len(stats) - 5 + 1)
     return tf.compat.v1.HistogramProto(min=lo, max=hi, num=num, sum=total, sum_squares=squares,
                                        bucket_limit=edges[1:].tolist(),
                                        bucket=[float(c) for c in stats[5:]])
+
+
+def _text(name: str, value: Any) -> tf.compat.v1.Summary.Value:
+    """A summary value TensorBoard's text dashboard shows (a string tensor, any shape)."""
+    metadata = tf.compat.v1.SummaryMetadata(
+        plugin_data=tf.compat.v1.SummaryMetadata.PluginData(plugin_name="text"))
+    return tf.compat.v1.Summary.Value(tag=name, metadata=metadata,
+                                      tensor=tf.make_tensor_proto(np.asarray(value, dtype=object)))

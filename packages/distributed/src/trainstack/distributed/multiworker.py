@@ -45,6 +45,7 @@ import tensorflow as tf
 
 from trainstack.loop import Callback, MonitorBase
 from trainstack.towers import SingleCostTrainer
+from trainstack.towers.tower.gradproc import check_optimizer
 from trainstack.towers.trainers.replicated import create_variables_outside_function
 from trainstack.towers.trainers.trainer import TowerResult
 
@@ -149,7 +150,9 @@ class DistributedTrainerReplicated(AgreedInterrupt, SingleCostTrainer):
 
             def get_opt_fn() -> Any:
                 with self.strategy.scope():
-                    return user_opt_fn()
+                    opt = user_opt_fn()
+                    check_optimizer(opt, "get_opt_fn()")  # a TF1 optimizer's Keras stand-in is made here
+                    return opt
         super().setup_graph(input_signature, input, get_cost_fn, get_opt_fn)
 
     def _build_variables(self) -> None:

@@ -161,9 +161,9 @@ class DistributedTrainerParameterServer(SingleCostTrainer):
         self._dataset_fn = input
         self.tower_func = get_cost_fn if isinstance(get_cost_fn, TowerFunc) else TowerFunc(get_cost_fn,
                                                                                           signature)
-        with self.strategy.scope():
+        with self.strategy.scope():  # a TF1 optimizer's Keras stand-in is made in the scope too
             opt = get_opt_fn()
-        check_optimizer(opt, "get_opt_fn()")
+            check_optimizer(opt, "get_opt_fn()")
         self._optimizer, self._grad_processors = unwrap_optimizer(opt)
         self._build_variables()
         with self.strategy.scope():

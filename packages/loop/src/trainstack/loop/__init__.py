@@ -10,7 +10,7 @@ from .interrupt import TrainingInterrupted, second_signal_hint, stop_after_this_
 from .monitors import MonitorBase, Monitors
 from .run import FetchableStep, RunArgs, RunContext, RunValues, call_step
 from .state import TrainLoop
-from .stop import StopTraining
+from .stop import NonFiniteError, StopTraining
 from .trainer import DEFAULT_MAX_EPOCH, Trainer
 from ._console import install_console_handler as _install_console_handler
 
@@ -19,7 +19,8 @@ _install_console_handler()
 
 __all__ = [
     "Callback", "Callbacks", "DEFAULT_MAX_EPOCH", "FetchableStep", "HOOKS", "MonitorBase",
-    "Monitors", "RunArgs", "RunContext", "RunValues", "StopTraining", "TrainLoop", "Trainer",
+    "Monitors", "NonFiniteError", "RunArgs", "RunContext", "RunValues", "StopTraining", "TrainLoop",
+    "Trainer",
     "TrainingInterrupted", "call_step",
     # argument checks shared by every layer (trainstack.loop.checks)
     "ArgumentError", "check_int", "check_number", "is_int",

@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import Any, Iterator
 
 from .checks import check_int
+from .stop import NonFiniteError
 
 __all__ = ["TrainLoop"]
 
@@ -54,6 +55,9 @@ class TrainLoop:
         self.stop_reason: str | None = None
         #: the signal that interrupted training (e.g. "SIGTERM"; see interrupt.py), or None
         self.interrupted: str | None = None
+        #: the NonFiniteError of a stop for NaN or infinite values (see Trainer.stop_on_nonfinite),
+        #: which main_loop raises after every after_train; or None
+        self.nonfinite: NonFiniteError | None = None
         self._loaded = False
 
     @property

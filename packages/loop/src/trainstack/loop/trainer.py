@@ -25,7 +25,7 @@ from .monitors import MonitorBase, Monitors
 from .run import RunContext, call_step
 from .interrupt import TrainingInterrupted, interruptible, stop_after_this_step
 from .state import TrainLoop
-from .stop import StopTraining
+from .stop import ON_NONFINITE, NonFiniteError, StopTraining
 
 __all__ = ["Trainer", "DEFAULT_MAX_EPOCH"]
 
@@ -198,6 +198,34 @@ class Trainer:
         as raising StopTraining would, but letting the current hook's other callbacks run."""
         self.loop.stop_reason = reason
 
+    def stop_on_nonfinite(self, what: str, then: str = "") -> NonFiniteError:
+        """Stop training because a value is NaN or infinite: what a callback that finds one calls
+        (the savers, ``TerminateOnNaN``). Like :meth:`request_stop`; once every ``after_train``
+        has run, :meth:`main_loop` raises the :class:`NonFiniteError` returned here (unless
+        ``on_nonfinite="stop"``). Its message is ``what`` (what was found, where), then where the
+        first non-finite value of the run appeared (:meth:`first_nonfinite`, when known), then
+        ``then`` (what happens next, e.g. the last good checkpoint); log it. The first such stop
+        of a run is the one raised."""
+        first = self.first_nonfinite()
+        where = (f" The first non-finite value appeared at global step {first[0]}, in {first[1]}."
+                 if first is not None else "")
+        error = NonFiniteError(f"{what}{where}{' ' + then if then else ''}",
+                               step=first[0] if first is not None else None,
+                               tensor=first[1] if first is not None else None,
+                               stopped_at=self.loop.global_step)
+        if self.loop.nonfinite is None:
+            self.loop.nonfinite = error
+        if not self.loop.stop_requested:
+            self.request_stop(str(error))
+        return error
+
+    def first_nonfinite(self) -> tuple[int, str] | None:
+        """``(global step, what)`` of the first loss or gradient of this run that was NaN or
+        infinite (``what``: e.g. ``"the loss 'cost'"``), or None when there was none or the
+        trainer keeps no record. The base loop keeps none; the towers' trainers record it in
+        their step (see ``trainstack.towers.trainers.nonfinite``)."""
+        return None
+
     def on_interrupt(self, signal_name: str) -> None:
         """The first SIGTERM / Ctrl-C during :meth:`main_loop` (in the main thread, between
         steps' Python code): stop after the current step. Trainers of several processes
@@ -206,7 +234,8 @@ class Trainer:
 
     # -- the loop ----------------------------------------------------------------------
     def main_loop(self, steps_per_epoch: int, starting_epoch: int | None = None,
-                  max_epoch: int = DEFAULT_MAX_EPOCH, *, handle_signals: bool = True) -> None:
+                  max_epoch: int = DEFAULT_MAX_EPOCH, *, handle_signals: bool = True,
+                  on_nonfinite: str = "raise") -> None:
         """Run epochs ``starting_epoch .. max_epoch`` (inclusive) of ``steps_per_epoch`` steps.
 
         ``starting_epoch`` defaults to 1, or, after ``trainer.loop.load_state_dict``,
@@ -223,14 +252,22 @@ class Trainer:
         does (by default it ends the process at once: no checkpoint of the current step, no
         ``after_train``), and Ctrl-C raises ``KeyboardInterrupt`` in the middle of the step
         (``after_train`` still runs, as for any error, but savers do not save).
+
+        ``on_nonfinite``: a run that a callback stopped because of NaN or infinite values
+        (:meth:`stop_on_nonfinite`: the savers refusing to save NaN weights, ``TerminateOnNaN``)
+        ends, after every ``after_train``, with :class:`NonFiniteError` (``"raise"``, the
+        default: the program exits with an error status) or returns normally (``"stop"``).
         """
+        if on_nonfinite not in ON_NONFINITE:
+            raise ValueError(f"{type(self).__name__}.main_loop(on_nonfinite=...) must be one of "
+                             f"{list(ON_NONFINITE)}, got {on_nonfinite!r}")
         if not isinstance(handle_signals, bool):
             raise TypeError(f"{type(self).__name__}.main_loop(handle_signals=...) must be True or False, "
                             f"got {handle_signals!r}")
         group = self.callbacks
         loop = self.loop
         loop.configure(steps_per_epoch, starting_epoch, max_epoch)
-        loop.stop_reason = loop.interrupted = None
+        loop.stop_reason = loop.interrupted = loop.nonfinite = None
         steps_per_run = self._run_size_limit()
         with interruptible(loop, self.on_interrupt) if handle_signals else contextlib.nullcontext():
             self._run_loop(group, steps_per_run)
@@ -240,6 +277,15 @@ class Trainer:
                          "flushed what they keep. Exiting with status %d.", loop.interrupted,
                          loop.global_step, stop.code)
             raise stop
+        if loop.nonfinite is not None:
+            if on_nonfinite == "raise":
+                logger.error("Training stopped after global step %d because of non-finite values; its "
+                             "callbacks kept what they saved and flushed their stats. Raising "
+                             "NonFiniteError (on_nonfinite='stop' ends such a run without an error).",
+                             loop.global_step)
+                raise loop.nonfinite
+            logger.warning("Training stopped after global step %d because of non-finite values; "
+                           "on_nonfinite='stop': returning normally.", loop.global_step)
 
     def _run_loop(self, group: Callbacks, steps_per_run: int) -> None:
         """The epochs and steps of :meth:`main_loop`, then every callback's ``after_train``."""
@@ -298,21 +344,23 @@ class Trainer:
     def train(self, callbacks: Sequence[Callback], monitors: Sequence[MonitorBase],
               steps_per_epoch: int, starting_epoch: int | None = None,
               max_epoch: int = DEFAULT_MAX_EPOCH, *, handle_signals: bool = True,
-              **initialize_kwargs: Any) -> None:
+              on_nonfinite: str = "raise", **initialize_kwargs: Any) -> None:
         """``setup_callbacks``, ``initialize`` and ``main_loop``, in that order.
         ``handle_signals=False``: leave the process's SIGTERM/SIGINT handlers alone (see
-        :meth:`main_loop` for what is lost)."""
+        :meth:`main_loop` for what is lost). ``on_nonfinite="stop"``: a run stopped because of
+        NaN or infinite values returns instead of raising :class:`NonFiniteError`."""
         _ensure_log_handler()
         self.setup_callbacks(callbacks, monitors)
         self.initialize(**initialize_kwargs)
-        self.main_loop(steps_per_epoch, starting_epoch, max_epoch, handle_signals=handle_signals)
+        self.main_loop(steps_per_epoch, starting_epoch, max_epoch, handle_signals=handle_signals,
+                       on_nonfinite=on_nonfinite)
 
     def train_with_defaults(self, *, callbacks: Sequence[Callback] | None = None,
                             monitors: Sequence[MonitorBase] | None = None,
                             extra_callbacks: Sequence[Callback] | None = None,
                             steps_per_epoch: int | None = None, starting_epoch: int | None = None,
                             max_epoch: int = DEFAULT_MAX_EPOCH, handle_signals: bool = True,
-                            **initialize_kwargs: Any) -> None:
+                            on_nonfinite: str = "raise", **initialize_kwargs: Any) -> None:
         """Like :meth:`train`, with defaults for everything but ``steps_per_epoch``.
 
         ``extra_callbacks`` (default :meth:`default_extra_callbacks`) are added after
@@ -324,7 +372,7 @@ class Trainer:
         monitors = self.default_monitors() if monitors is None else monitors
         self.train([*_as_list("callbacks", callbacks or []), *_as_list("extra_callbacks", extra)],
                    monitors, steps_per_epoch, starting_epoch, max_epoch, handle_signals=handle_signals,
-                   **initialize_kwargs)
+                   on_nonfinite=on_nonfinite, **initialize_kwargs)
 
     def default_extra_callbacks(self) -> list[Callback]:
         """Callbacks added by :meth:`train_with_defaults`; none in the base loop."""

@@ -37,6 +37,12 @@ from .tf1 import (DataParallelBuilder, FeedfreeTrainerBase, GraphBuildError, Gra
                   SimpleFeedfreeTrainer, SingleCostFeedfreeTrainer, TF1CallError, add_param_summary,
                   get_global_step_var, get_num_gpu, l1_regularizer, l2_regularizer, legacy_get_predictor,
                   minimize, regularize_cost, tfv1)
+# tensorpack.models' layer functions, argscope, varreplace (issue 24): TF1 variables in a tower
+from .tf1 import (AvgPooling, BatchNorm, BNReLU, ConcatWith, Conv2D, Conv2DTranspose, Deconv2D, Dropout,
+                  FixedUnPooling, FullyConnected, GlobalAvgPooling, InstanceNorm, LayerNorm, LinearWrap, Maxout,
+                  MaxPooling, PReLU, VariableHolder, argscope, custom_getter_scope, disable_layer_logging,
+                  enable_argscope_for_function, enable_argscope_for_module, freeze_variables, get_arg_scope,
+                  layer_register, remap_variables)
 
 # The core's extension points (tower/extension.py, trainers/legacy_hook.py) call the room from
 # here on; nothing in TensorFlow or Keras is replaced until a tower is traced (tf1/switch.py).
@@ -69,4 +75,10 @@ __all__ = [
     "regularize_cost", "l2_regularizer", "l1_regularizer", "add_param_summary", "get_global_step_var",
     "SimpleDatasetPredictor", "DatasetPredictorBase", "DataParallelBuilder", "check_eager_execution",
     "TF1CallError", "tfv1", "get_num_gpu", "KerasPhaseCallback",
+    # tensorpack's layer functions (issue 24)
+    "Conv2D", "Conv2DTranspose", "Deconv2D", "FullyConnected", "BatchNorm", "LayerNorm", "InstanceNorm",
+    "MaxPooling", "AvgPooling", "GlobalAvgPooling", "FixedUnPooling", "Dropout", "BNReLU", "PReLU", "Maxout",
+    "ConcatWith", "LinearWrap", "layer_register", "VariableHolder", "disable_layer_logging", "argscope",
+    "get_arg_scope", "enable_argscope_for_function", "enable_argscope_for_module", "custom_getter_scope",
+    "remap_variables", "freeze_variables",
 ]

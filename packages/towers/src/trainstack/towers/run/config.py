@@ -21,6 +21,7 @@ import tensorflow as tf
 from trainstack.callbacks import JSONWriter, get_logger_dir, load_loop_state
 from trainstack.inputs import InputError, InputSource, dataflow_size
 from trainstack.loop import Callback, MonitorBase
+from trainstack.loop.stop import ON_NONFINITE
 from trainstack.loop.checks import check_int, is_int
 
 from ..tower.model_desc import ModelDescBase
@@ -71,6 +72,13 @@ class TrainConfig:
       ends at once, without a checkpoint of the current step) and Ctrl-C raises
       ``KeyboardInterrupt`` at once (the callbacks' ``after_train`` runs, savers do not
       save). Multi-process trainers then do not stop their processes together either.
+    - ``on_nonfinite`` (default ``"raise"``): a run that a callback stops because of NaN or
+      infinite values (a saver refusing to save NaN weights, ``TerminateOnNaN``) ends, once
+      every callback's ``after_train`` has run (checkpoints and stats flushed), with
+      ``NonFiniteError``, which names the first step whose loss or gradients were not finite
+      and the tensor; uncaught, the program exits with an error status. ``"stop"`` ends such
+      a run quietly (``launch_train_with_config`` returns), as tensorpack did. See also the
+      trainers' ``skip_nonfinite_steps``, which skips such steps instead.
 
     The older form (compat.py) also takes ``nr_tower`` (number of training towers),
     ``tower`` (list of GPU ids of the training towers; sets ``nr_tower``) and
@@ -86,7 +94,7 @@ class TrainConfig:
                  monitors: Sequence[MonitorBase] | None = None, session_init: Any = None,
                  starting_epoch: int = 1, steps_per_epoch: int | None = None,
                  max_epoch: int = 99999, runtime: RuntimeConfig | None = None,
-                 handle_signals: bool = True, **legacy: Any) -> None:
+                 handle_signals: bool = True, on_nonfinite: str = "raise", **legacy: Any) -> None:
         _reject_unknown(legacy)
         reject_session_args(**{k: legacy.pop(k) for k in SESSION_ARGS if k in legacy})
         self.dataflow, self.data = _check_input(dataflow, data)
@@ -118,6 +126,11 @@ class TrainConfig:
         if not isinstance(handle_signals, bool):
             raise TypeError(f"TrainConfig(handle_signals=) must be True or False, got {handle_signals!r}")
         self.handle_signals = handle_signals
+        if on_nonfinite not in ON_NONFINITE:
+            raise ValueError(f"TrainConfig(on_nonfinite=) must be one of {list(ON_NONFINITE)} ('raise': a run "
+                             f"stopped by NaN ends with NonFiniteError; 'stop': it ends quietly), got "
+                             f"{on_nonfinite!r}")
+        self.on_nonfinite = on_nonfinite
         self._set_towers(legacy.get("nr_tower"), legacy.get("tower"),
                          legacy.get("predict_tower", [0]))
         if self.max_epoch < self.starting_epoch:
@@ -327,7 +340,7 @@ def _unreadable(path: str) -> str | None:
 # -- validation helpers ------------------------------------------------------------------------
 _VALID_ARGS = ("dataflow", "data", "model", "callbacks", "extra_callbacks", "monitors",
                "session_init", "starting_epoch", "steps_per_epoch", "max_epoch", "runtime",
-               *LEGACY_ARGS)
+               "handle_signals", "on_nonfinite", *LEGACY_ARGS)
 
 
 def _reject_unknown(kwargs: dict) -> None:

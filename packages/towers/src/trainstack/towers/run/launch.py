@@ -5,7 +5,7 @@ It does three things, which you can do yourself for more control::
     input = apply_default_prefetch(config.data or config.dataflow, trainer)
     trainer.setup_graph(model.get_input_signature(), input, model.build_graph, model.get_optimizer)
     trainer.train_with_defaults(callbacks=config.callbacks, ..., max_epoch=config.max_epoch,
-                                handle_signals=config.handle_signals)
+                                handle_signals=config.handle_signals, on_nonfinite=config.on_nonfinite)
 
 preceded by ``config.runtime.apply()`` when the config has a RuntimeConfig.
 """
@@ -95,7 +95,7 @@ def _launch(config: TrainConfig, trainer: SingleCostTrainer) -> None:
         callbacks=config.callbacks, monitors=config.monitors, extra_callbacks=config.extra_callbacks,
         session_init=config.session_init, steps_per_epoch=config.steps_per_epoch,
         starting_epoch=config.starting_epoch, max_epoch=config.max_epoch,
-        handle_signals=config.handle_signals)
+        handle_signals=config.handle_signals, on_nonfinite=config.on_nonfinite)
 
 
 def _check_towers(config: TrainConfig, trainer: Any) -> None:

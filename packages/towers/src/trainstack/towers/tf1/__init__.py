@@ -7,12 +7,16 @@ modules and the tests that prove them):
 - room.py       ``emulation()``, the switch with every patch; what the core calls
 - variables.py  ``tf.compat.v1.get_variable``
 - summaries.py  ``tf.summary.*``, ``tf.compat.v1.summary.*``, ``add_param_summary``
+- summary_ops.py what a TF1 summary becomes in a tower: a tensor computed when written
 - optimizers.py ``opt.minimize``, ``tf.control_dependencies`` between them
+- train_optimizers.py ``tf.compat.v1.train.AdamOptimizer`` & co.: Keras optimizers running TF1's rules
+- graph_collections.py ``tf.compat.v1.get_collection``, ``trainable_variables``, ``global_variables``
 - recording.py  custom trainers that build their graph in ``__init__`` (GAN trainers)
 - step_counter.py ``get_global_step_var``
 - regularize.py ``regularize_cost``, ``l2_regularizer``, ``l1_regularizer``
 - aliases.py    ``tfv1``, ``get_num_gpu``, ``KerasPhaseCallback``, ``DataParallelBuilder``
 - legacy/       the older trainer API (tensorpack's 003 documents)
+- layers/       tensorpack's layer functions (``Conv2D``, ``BatchNorm``, ``argscope``, ``LinearWrap``, ...)
 
 Code outside the room reaches it only through this module's names.
 """
@@ -24,10 +28,21 @@ from .step_counter import get_global_step_var
 from .aliases import DataParallelBuilder, KerasPhaseCallback, get_num_gpu, tfv1
 from .legacy import FeedfreeTrainerBase, SimpleFeedfreeTrainer, SingleCostFeedfreeTrainer, legacy_get_predictor
 from .room import emulation, register
+from .layers import (AvgPooling, BatchNorm, BNReLU, ConcatWith, Conv2D, Conv2DTranspose, Deconv2D, Dropout,
+                     FixedUnPooling, FullyConnected, GlobalAvgPooling, InstanceNorm, LayerNorm, LinearWrap, Maxout,
+                     MaxPooling, PReLU, VariableHolder, argscope, custom_getter_scope, disable_layer_logging,
+                     enable_argscope_for_function, enable_argscope_for_module, freeze_variables, get_arg_scope,
+                     layer_register, remap_variables)
 
 __all__ = [
     "emulation", "register", "TF1CallError", "minimize", "GraphOp", "GraphBuildError",
     "add_param_summary", "regularize_cost", "l2_regularizer", "l1_regularizer", "get_global_step_var",
     "tfv1", "get_num_gpu", "KerasPhaseCallback", "DataParallelBuilder",
     "FeedfreeTrainerBase", "SingleCostFeedfreeTrainer", "SimpleFeedfreeTrainer", "legacy_get_predictor",
+    # tensorpack.models' layer functions and tfutils' argscope / varreplace (layers/)
+    "Conv2D", "Conv2DTranspose", "Deconv2D", "FullyConnected", "BatchNorm", "LayerNorm", "InstanceNorm",
+    "MaxPooling", "AvgPooling", "GlobalAvgPooling", "FixedUnPooling", "Dropout", "BNReLU", "PReLU", "Maxout",
+    "ConcatWith", "LinearWrap", "layer_register", "VariableHolder", "disable_layer_logging", "argscope",
+    "get_arg_scope", "enable_argscope_for_function", "enable_argscope_for_module", "custom_getter_scope",
+    "remap_variables", "freeze_variables",
 ]

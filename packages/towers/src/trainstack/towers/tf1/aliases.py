@@ -1,13 +1,15 @@
 """tensorpack names a ported script still uses, and what they are in TensorFlow 2.
 
 - ``tfv1``: ``tf.compat.v1`` (tensorpack's ``tensorpack.compat.tfv1``).
-- :func:`get_num_gpu`: the GPUs TensorFlow can use in this process.
+- :func:`get_num_gpu`: the GPUs ``CUDA_VISIBLE_DEVICES`` lists, else those TensorFlow sees.
 - :class:`KerasPhaseCallback`: kept so that ported Keras-in-tensorpack scripts
   run; it does nothing (see its docstring).
 - :class:`DataParallelBuilder`: not provided; says what replaces it.
 """
 from __future__ import annotations
 
+import logging
+import os
 from typing import Any
 
 import tensorflow as tf
@@ -16,20 +18,50 @@ from trainstack.loop import Callback
 
 __all__ = ["tfv1", "get_num_gpu", "KerasPhaseCallback", "DataParallelBuilder"]
 
+logger = logging.getLogger("trainstack.towers")
+
 #: ``tf.compat.v1``, as tensorpack's ``tfv1``. Its graph-mode parts (sessions, placeholders,
-#: ``get_variable``, collections) do not work in a trainstack step; see docs/porting.md.
+#: ``get_variable``, collections other than the model's variables') do not work in a trainstack
+#: step; see docs/porting.md.
 tfv1 = tf.compat.v1
 
 
 def get_num_gpu() -> int:
-    """The number of GPUs TensorFlow sees in this process (after ``CUDA_VISIBLE_DEVICES``).
+    """The number of GPUs, counted as tensorpack's ``get_num_gpu`` did.
 
-    tensorpack counted ``CUDA_VISIBLE_DEVICES`` entries or ``nvidia-smi``'s GPUs; this asks
-    TensorFlow (``tf.config.list_physical_devices('GPU')``), so a TensorFlow built without
-    CUDA gives 0 rather than a count it cannot use. Listing the physical devices does not
-    initialize them: runtime settings (memory growth, logical devices) can still be applied.
+    - ``CUDA_VISIBLE_DEVICES`` set: the GPUs it lists, i.e. its comma-separated entries, empty
+      ones skipped, up to the first negative index (from which CUDA hides every GPU):
+      ``"0,2"`` -> 2, ``""`` and ``"-1"`` -> 0. The count is the variable's, as tensorpack's was
+      (TensorFlow is asked only for the warning below).
+    - unset: the GPUs TensorFlow sees, ``tf.config.list_physical_devices('GPU')`` (tensorpack
+      asked ``nvidia-smi -L``, NVML, then TensorFlow: for a TensorFlow built with CUDA that is
+      the driver's count; one built without CUDA gives 0, the GPUs it can use). Listing the
+      physical devices does not initialize them: runtime settings can still be applied.
+
+    When ``CUDA_VISIBLE_DEVICES`` lists more GPUs than TensorFlow sees (it was changed after
+    TensorFlow started, or TensorFlow cannot use them) the count is returned with a warning, as
+    tensorpack did. Towers do not follow the count: a multi-GPU trainer given ``n`` towers
+    (``SyncMultiGPUTrainerReplicated(get_num_gpu())``) puts tower ``k`` on ``/device:GPU:k``
+    when TensorFlow sees any GPU, else on ``/device:CPU:k`` (one CPU device unless it was split
+    with ``logical_cpu_devices``); it does not wrap towers around nor move them to another
+    device: when a tower's device does not exist, ``setup_graph`` (``launch_train_with_config``)
+    raises a ValueError naming the devices this process has.
     """
-    return len(tf.config.list_physical_devices("GPU"))
+    env = os.environ.get("CUDA_VISIBLE_DEVICES")
+    if env is None:
+        return len(tf.config.list_physical_devices("GPU"))
+    count = 0
+    for entry in (e.strip() for e in env.split(",")):
+        if entry.startswith("-"):
+            break
+        count += bool(entry)
+    seen = len(tf.config.list_physical_devices("GPU")) if count else 0
+    if count > seen:
+        logger.warning("get_num_gpu(): CUDA_VISIBLE_DEVICES=%r lists %d GPU(s), but TensorFlow sees %d. "
+                       "A trainer given %d towers places tower k on /device:GPU:k (on /device:CPU:k when "
+                       "TensorFlow sees no GPU) and fails at setup for the devices that do not exist",
+                       env, count, seen, count)
+    return count
 
 
 class KerasPhaseCallback(Callback):

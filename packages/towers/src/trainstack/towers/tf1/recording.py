@@ -166,6 +166,29 @@ def _tower_func_of(trainer: Any) -> TowerFunc | None:
         return None
 
 
+def constructing_trainer() -> Any:
+    """The trainer whose construction this thread is in (its ``__init__``, or the ``optimizer()``
+    its ``setup_graph`` calls), or None."""
+    stack = _stack()
+    return stack[-1].trainer if stack else None
+
+
+def built_tower_funcs() -> list[TowerFunc]:
+    """The tower functions that built a tower so far in the trainer construction this thread is in
+    (see :func:`constructing_trainer`): those of its recorded towers, and the trainer's
+    ``tower_func`` once it built one (e.g. in the trainer's own ``tf.function``); [] outside a
+    construction or before any tower."""
+    stack = _stack()
+    if not stack:
+        return []
+    construction = stack[-1]
+    funcs = [] if construction.recorder is None else [r.tower_func for r in construction.recorder.towers]
+    own = _tower_func_of(construction.trainer)
+    if isinstance(own, TowerFunc) and own.first_tower is not None:
+        funcs.append(own)
+    return list({id(f): f for f in funcs}.values())
+
+
 # -- recording -----------------------------------------------------------------------------------------
 class _TowerRecord:
     def __init__(self, tower_func: TowerFunc, ctx: TowerContext, graph: Any, ops: list) -> None:
@@ -383,7 +406,8 @@ def minimize(optimizer: Any, loss: Any, var_list: Sequence[Any] | None = None, n
     ``TowerContext``, see :mod:`trainstack.towers.tf1.recording`): records the
     optimization and returns a :class:`GraphOp`, a step the trainer runs.
     ``var_list`` defaults to the trainable variables of the loss's tower function.
-    ``optimizer`` may be wrapped by ``apply_grad_processors``.
+    ``optimizer`` may be wrapped by ``apply_grad_processors``, or be a TF1 optimizer
+    (``tf.compat.v1.train.AdamOptimizer``, ...: its Keras stand-in is trained).
 
     Inside a traced function (a step body): applies the gradients of ``loss``
     (taken with ``tape``, which must have recorded it) to ``var_list`` now, and

@@ -1,7 +1,7 @@
 """The room as the core sees it: :func:`emulation`, and the object :func:`register` plugs in.
 
 :func:`emulation` is the single switch: every patch of the room's concept
-modules (variables, summaries, optimizers), engaged for this thread only while
+modules (variables, summaries, optimizers, graph collections), engaged for this thread only while
 a tower is traced or a tensorpack-style trainer is constructed (see
 :mod:`.switch`). :func:`register` makes the core call the room at its extension
 points (:mod:`trainstack.towers.tower.extension` and the older API's
@@ -15,14 +15,14 @@ from typing import Any, ContextManager, Iterator
 from trainstack.loop import Callback
 
 from ..tower import extension
-from . import optimizers, recording, step_counter, summaries, variables
+from . import graph_collections, optimizers, recording, step_counter, summaries, train_optimizers, variables
 from .legacy import dispatch as legacy_dispatch
 from .switch import Frame, engaged
 
 __all__ = ["emulation", "TF1Room", "register"]
 
 #: every replacement the room makes in TensorFlow and Keras
-PATCHES = [*variables.PATCHES, *summaries.PATCHES, *optimizers.PATCHES]
+PATCHES = [*variables.PATCHES, *summaries.PATCHES, *optimizers.PATCHES, *graph_collections.PATCHES]
 
 
 def emulation(tower: Any = None, tower_func: Any = None) -> ContextManager[Frame]:
@@ -49,6 +49,9 @@ class TF1Room:
     def implicit_callbacks(self, trainer: Any) -> list[Callback]:
         mirror = step_counter.step_mirror(trainer)
         return [] if mirror is None else [mirror]
+
+    def adapt_optimizer(self, optimizer: Any) -> Any | None:
+        return train_optimizers.keras_optimizer_for(optimizer)
 
 
 def register() -> None:

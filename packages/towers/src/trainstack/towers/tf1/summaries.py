@@ -1,10 +1,32 @@
-"""TF1 summaries in a tower: ``tf.summary.*``, ``tf.compat.v1.summary.*`` and ``add_param_summary``.
+"""TF1 summaries: ``tf.summary.*``, ``tf.compat.v1.summary.*`` and ``add_param_summary``.
 
-While a trainer traces its step no summary writer is active, so ``tf.summary.*``
-would record nothing, and TF1 summary collections do not exist in TensorFlow 2:
-inside a trace these calls raise :class:`~.switch.TF1CallError` naming
-trainstack's summaries (``tf.summary.*`` under a default writer the user set
-goes through). Outside a trace they are TensorFlow's own.
+tensorpack's ``build_graph`` called TF1's summaries, and ``MergeAllSummaries`` wrote
+them (after each epoch by default) to TensorBoard, the scalars also to the JSON
+monitor and the console. While a tower is traced here:
+
+- ``tf.summary.scalar/image/histogram/text`` and ``tf.compat.v1.summary.scalar/image/
+  histogram/text`` in the main training tower build the summary as a tensor the step
+  computes only on the steps ``MergeAllSummaries`` writes after, and record it in the
+  trainer's ``SummaryCollection`` (see :mod:`.summary_ops`): the other steps pay
+  nothing. Scalars go to every monitor, images, histograms and text to TensorBoard.
+  In the other towers (inference towers, the other towers of a multi-tower step) they
+  do nothing, as tensorpack kept the main training tower's summaries only. They
+  return whether they recorded (``tf.summary``'s type), or None (``tf.compat.v1``:
+  there is no serialized ``Summary`` to merge). ``step=`` and ``description=`` are
+  ignored (the trainer's ``global_step`` is the step).
+- ``tf.summary.*`` under a default writer the user set is TensorFlow's own.
+- ``tf.compat.v1.summary.merge/merge_all`` raise :class:`~.switch.TF1CallError`: the
+  summaries are recorded as they are made, there is nothing to merge or run; so do
+  ``audio`` and ``tensor_summary`` (no monitor writes them) and ``collections=`` (TF1
+  graph collections).
+
+Outside any tower, while a trainer is built (the ``optimizer()`` its ``setup_graph``
+calls, a tensorpack-style trainer's ``__init__``), ``tf.summary.scalar('learning_rate',
+lr)`` records a summary of ``lr`` (a variable, read each time ``MergeAllSummaries``
+writes: after each epoch, as tensorpack wrote the learning rate; or a number); other
+kinds there, and scalars of graph tensors, raise a TF1CallError naming ``build_graph``.
+Everywhere else (another thread, a script's top level, a callback, an eager tower)
+they are TensorFlow's own.
 
 :func:`add_param_summary` is tensorpack's summaries of the model's variables.
 """
@@ -13,25 +35,33 @@ from __future__ import annotations
 import re
 from typing import Any, Callable, Sequence
 
+import keras
 import tensorflow as tf
 
-from trainstack.callbacks import add_tensor_summary
+from trainstack.callbacks import SummaryCollection, add_tensor_summary
 
+from .recording import constructing_trainer
+from .summary_ops import (histogram_value, image_value, record, scalar_value, tag_outside_towers,
+                          text_value)
 from .switch import Frame, Patch, TF1CallError, current
 from .trainable import trainable_of, variable_name
 
 __all__ = ["PATCHES", "add_param_summary"]
 
-_USE_INSTEAD = ("Use trainstack's summaries: add_moving_summary(scalar) for scalars (printed, and written by "
-                "the monitors), add_tensor_summary(x, ['histogram', 'rms', ...]) or add_param_summary(...) "
-                "for tensors and variables; for images, compute them in a callback and write them with "
-                "self.trainer.monitors.put_image(name, array)")
+MERGE = ("tf.compat.v1.summary.{fn}() was called in tower {tower!r}: TensorFlow 2 has nothing to merge or "
+         "run. The tower's tf.summary.* and tf.compat.v1.summary.* are recorded as they are made, and "
+         "MergeAllSummaries (a default callback) writes them; remove the {fn}() call")
 
-SUMMARY_V2 = ("tf.summary.{fn}() was called in tower {tower!r} with no summary writer: TensorFlow records "
-              "nothing there, so the summary would be lost. " + _USE_INSTEAD)
+NOT_WRITTEN = ("tf.{api}() was called in tower {tower!r}: no trainstack monitor writes {what}. Use "
+               "tf.summary.scalar/image/histogram/text, or write it from a callback with "
+               "self.trainer.monitors.put_event(summary)")
 
-SUMMARY_V1 = ("tf.compat.v1.summary.{fn}() was called in tower {tower!r}: TF1 summary collections do not "
-              "exist in TensorFlow 2, so the summary would be lost. " + _USE_INSTEAD)
+COLLECTIONS = ("tf.{api}({name!r}, collections=...) named TF1 graph collections, which TensorFlow 2 does "
+               "not have. Drop collections=: the summary is recorded, and MergeAllSummaries writes it")
+
+OUTSIDE_TOWERS = ("tf.{api}({name!r}) was called outside any tower while {trainer} was built (its "
+                  "optimizer() or __init__): only a scalar of a variable or a number (the learning "
+                  "rate) is recorded there. Call it in build_graph, where the step computes it")
 
 
 def _has_default_writer() -> bool:
@@ -43,20 +73,113 @@ def _has_default_writer() -> bool:
         return True  # unknown: let TensorFlow's own behaviour through
 
 
-def _refuse(message: str, fn: str, allowed: Callable[[], bool] | None = None) -> Callable[..., Any]:
+# -- how each call reads its arguments: (name, data, options) ------------------------------------------
+def _v2_scalar(name: Any, data: Any, step: Any = None, description: Any = None) -> tuple:
+    return name, data, {}
+
+
+def _v2_image(name: Any, data: Any, step: Any = None, max_outputs: int = 3, description: Any = None) -> tuple:
+    return name, data, {"max_outputs": max_outputs}
+
+
+def _v2_histogram(name: Any, data: Any, step: Any = None, buckets: int | None = None,
+                  description: Any = None) -> tuple:
+    return name, data, {"buckets": buckets}
+
+
+def _v2_text(name: Any, data: Any, step: Any = None, description: Any = None) -> tuple:
+    return name, data, {}
+
+
+def _v1_scalar(name: Any, tensor: Any, collections: Any = None, family: Any = None) -> tuple:
+    return name, tensor, {"collections": collections, "family": family}
+
+
+def _v1_image(name: Any, tensor: Any, max_outputs: int = 3, collections: Any = None, family: Any = None) -> tuple:
+    return name, tensor, {"max_outputs": max_outputs, "collections": collections, "family": family}
+
+
+def _v1_histogram(name: Any, values: Any, collections: Any = None, family: Any = None) -> tuple:
+    return name, values, {"collections": collections, "family": family}
+
+
+def _v1_text(name: Any, tensor: Any, collections: Any = None) -> tuple:
+    return name, tensor, {"collections": collections}
+
+
+def _value(api: str, kind: str, name: Any, data: Any, options: dict, tf1: bool) -> Callable[[], tf.Tensor]:
+    """What summary ``name`` shows, built when called (in the summary's name scope)."""
+    if kind == "scalar":
+        return lambda: scalar_value(api, name, data)
+    if kind == "histogram":
+        return lambda: histogram_value(api, name, data, options.get("buckets"))
+    if kind == "image":
+        return lambda: image_value(api, name, data, options["max_outputs"], tf1_scaling=tf1)
+    return lambda: text_value(api, name, data)
+
+
+# -- the emulations ------------------------------------------------------------------------------------
+def _recorded_call(kind: str, parse: Callable[..., tuple], tf1: bool) -> Callable[..., Any]:
+    api = f"{'compat.v1.' if tf1 else ''}summary.{kind}"
+
+    @tf.autograph.experimental.do_not_convert
     def emulate(original: Any, frame: Frame, *args: Any, **kwargs: Any) -> Any:
-        if frame.tower is None or (allowed is not None and allowed()):
+        if frame.tower is not None and tf.executing_eagerly():  # an eager tower: no trace
             return original(*args, **kwargs)
-        raise TF1CallError(message.format(fn=fn, tower=frame.tower.name))
+        if not tf1 and _has_default_writer():  # the user's own writer
+            return original(*args, **kwargs)
+        name, data, options = parse(*args, **kwargs)
+        if options.pop("collections", None) is not None:
+            raise TF1CallError(COLLECTIONS.format(api=api, name=name))
+        family = options.pop("family", None)
+        if frame.tower is None:
+            recorded = _outside_towers(api, kind, name, data, family)
+            if recorded is None:
+                return original(*args, **kwargs)
+        else:
+            recorded = record(frame.tower, api, kind, name, _value(api, kind, name, data, options, tf1), family,
+                              tf1=tf1)
+        return None if tf1 else tf.constant(recorded)
 
     return emulate
 
 
+def _outside_towers(api: str, kind: str, name: Any, data: Any, family: Any) -> bool | None:
+    """A summary made while a trainer is built, outside any tower: recorded in the trainer's
+    collection if it is a scalar of a variable or a number; None (TensorFlow's own) when no
+    trainer is being built."""
+    trainer = constructing_trainer()
+    collection = getattr(trainer, "summary_collection", None)
+    if not isinstance(collection, SummaryCollection):
+        return None
+    is_variable = isinstance(data, (tf.Variable, keras.Variable))
+    if kind != "scalar" or (not is_variable and tf.is_symbolic_tensor(data)):
+        raise TF1CallError(OUTSIDE_TOWERS.format(api=api, name=name, trainer=type(trainer).__name__))
+    add_tensor_summary(data, "scalar", name=tag_outside_towers(name, family), collection=collection)
+    return True
+
+
+def _refusing(message: str, fn: str, **fields: Any) -> Callable[..., Any]:
+    def emulate(original: Any, frame: Frame, *args: Any, **kwargs: Any) -> Any:
+        if frame.tower is None:
+            return original(*args, **kwargs)
+        raise TF1CallError(message.format(fn=fn, tower=frame.tower.name, **fields))
+
+    return emulate
+
+
+_RECORDED_V1 = {"scalar": _v1_scalar, "image": _v1_image, "histogram": _v1_histogram, "text": _v1_text}
+_RECORDED_V2 = {"scalar": _v2_scalar, "image": _v2_image, "histogram": _v2_histogram, "text": _v2_text}
+
 PATCHES = (
-    [Patch(lambda: tf.compat.v1.summary, fn, _refuse(SUMMARY_V1, fn))
-     for fn in ("scalar", "image", "histogram", "audio", "text", "tensor_summary", "merge", "merge_all")]
-    + [Patch(lambda: tf.summary, fn, _refuse(SUMMARY_V2, fn, allowed=_has_default_writer))
-       for fn in ("scalar", "image", "histogram", "audio", "text")])
+    [Patch(lambda: tf.compat.v1.summary, fn, _recorded_call(fn, parse, tf1=True)) for fn, parse in _RECORDED_V1.items()]
+    + [Patch(lambda: tf.summary, fn, _recorded_call(fn, parse, tf1=False)) for fn, parse in _RECORDED_V2.items()]
+    + [Patch(lambda: tf.compat.v1.summary, fn, _refusing(MERGE, fn)) for fn in ("merge", "merge_all")]
+    + [Patch(lambda: tf.compat.v1.summary, "audio", _refusing(NOT_WRITTEN, "audio", api="compat.v1.summary.audio",
+                                                              what="audio")),
+       Patch(lambda: tf.compat.v1.summary, "tensor_summary",
+             _refusing(NOT_WRITTEN, "tensor_summary", api="compat.v1.summary.tensor_summary", what="tensor summaries")),
+       Patch(lambda: tf.summary, "audio", _refusing(NOT_WRITTEN, "audio", api="summary.audio", what="audio"))])
 
 
 @tf.autograph.experimental.do_not_convert

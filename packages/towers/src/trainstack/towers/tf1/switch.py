@@ -33,13 +33,16 @@ class TF1CallError(RuntimeError):
     __init__ = Exception.__init__
 
 
-@dataclasses.dataclass(frozen=True)
+@dataclasses.dataclass(frozen=True, eq=False)
 class Frame:
     """What the thread is doing inside the switch: building ``tower`` (a TowerContext) of
-    ``tower_func`` (a TowerFunc), or, with both None, constructing a tensorpack-style trainer."""
+    ``tower_func`` (a TowerFunc), or, with both None, constructing a tensorpack-style trainer.
+    One frame per build: ``scratch`` is where concept modules keep what lasts one build (e.g.
+    the TF1 variable names already requested in it)."""
 
     tower: Any = None
     tower_func: Any = None
+    scratch: dict = dataclasses.field(default_factory=dict)
 
 
 #: the thread's frames, innermost last (a trace inside a trainer's construction nests)

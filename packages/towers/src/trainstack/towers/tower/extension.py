@@ -1,7 +1,7 @@
 """The core's one extension point for tensorpack's TF1 world (the room, :mod:`trainstack.towers.tf1`).
 
 The core (towers, trainers, predictors) is plain TensorFlow 2. tensorpack's
-scripts need more at four moments, and the room provides it:
+scripts need more at five moments, and the room provides it:
 
 - each build (trace) of a tower: :meth:`TF1World.tracing`, where TF1 calls
   (``tf.compat.v1.get_variable``, ``tf.summary.*``, ...) get their TF1 meaning
@@ -11,7 +11,10 @@ scripts need more at four moments, and the room provides it:
 - a :class:`TowerContext` entered outside any traced function while such a
   trainer is constructed: :meth:`TF1World.eager_tower` records the tower;
 - the callbacks a trainer adds after the user's: :meth:`TF1World.implicit_callbacks`
-  (the variable ``get_global_step_var()`` reads, kept equal to the loop's step).
+  (the variable ``get_global_step_var()`` reads, kept equal to the loop's step);
+- an optimizer of TF1's API (``tf.compat.v1.train.AdamOptimizer``) where the core first sees
+  an optimizer (``check_optimizer``, ``unwrap_optimizer``): :meth:`TF1World.adapt_optimizer`
+  gives the Keras optimizer that stands for it.
 
 The room sits above the core, so the core cannot import it: the room registers
 itself here with :func:`register` (``trainstack.towers``' ``__init__`` does it,
@@ -23,7 +26,8 @@ from __future__ import annotations
 import contextlib
 from typing import Any, ContextManager, Protocol
 
-__all__ = ["TF1World", "register", "registered", "tracing", "constructing", "eager_tower", "implicit_callbacks"]
+__all__ = ["TF1World", "register", "registered", "tracing", "constructing", "eager_tower", "implicit_callbacks",
+           "adapt_optimizer"]
 
 
 class TF1World(Protocol):
@@ -42,6 +46,11 @@ class TF1World(Protocol):
     def implicit_callbacks(self, trainer: Any) -> list[Any]:
         """Callbacks a trainer adds after the user's, to keep the room's state in step with the
         loop (the variable ``get_global_step_var()`` reads)."""
+
+    def adapt_optimizer(self, optimizer: Any) -> Any | None:
+        """The Keras optimizer that stands for ``optimizer``, an optimizer of TF1's API (the same
+        object for the same ``optimizer``); None if it is not one. Raises TypeError for a TF1
+        optimizer the room cannot stand in for."""
 
 
 _world: TF1World | None = None
@@ -72,3 +81,7 @@ def eager_tower(ctx: Any) -> ContextManager[None] | None:
 
 def implicit_callbacks(trainer: Any) -> list[Any]:
     return [] if _world is None else _world.implicit_callbacks(trainer)
+
+
+def adapt_optimizer(optimizer: Any) -> Any | None:
+    return None if _world is None else _world.adapt_optimizer(optimizer)

@@ -10,6 +10,12 @@ The trainer recognizes the wrapper: ``trainer.optimizer`` is the Keras
 optimizer inside (what hyperparameter setters change) and the processors run
 in the traced step, in order, before ``apply_gradients``. Variables are
 matched by :func:`~trainstack.towers.tower.tower.variable_name` (``dense/kernel``).
+
+An optimizer of TF1's API (``tf.compat.v1.train.AdamOptimizer``, ...) is accepted
+wherever a Keras optimizer is: :func:`check_optimizer` and :func:`unwrap_optimizer` ask
+the TF1 room (``extension.adapt_optimizer``) for the Keras optimizer that stands for it
+(TF1's update rule, checkpointed slots; see ``trainstack.towers.tf1.train_optimizers``),
+and the trainers use that one.
 """
 from __future__ import annotations
 
@@ -22,6 +28,7 @@ import tensorflow as tf
 from trainstack.callbacks import add_moving_summary, add_tensor_summary
 from trainstack.loop.checks import check_number
 
+from . import extension
 from .tower import variable_name
 
 __all__ = ["GradientProcessor", "FilterNoneGrad", "GlobalNormClip", "MapGradient", "ScaleGradient",
@@ -239,17 +246,29 @@ def apply_grad_processors(opt: Any, processors: Sequence[GradientProcessor]) -> 
 
 
 def unwrap_optimizer(opt: Any) -> tuple[Any, list[GradientProcessor]]:
-    """``(keras_optimizer, processors)`` of an optimizer or a :class:`ProcessedOptimizer`."""
+    """``(keras_optimizer, processors)`` of an optimizer or a :class:`ProcessedOptimizer`; for a
+    TF1 optimizer (``tf.compat.v1.train.*``), the Keras optimizer that stands for it. Anything
+    else is returned as it is."""
     if isinstance(opt, ProcessedOptimizer):
         return opt.optimizer, list(opt.processors)
-    return opt, []
+    stand_in = extension.adapt_optimizer(opt) if isinstance(opt, tf.compat.v1.train.Optimizer) else None
+    return (opt if stand_in is None else stand_in), []
 
 
 def check_optimizer(opt: Any, what: str) -> None:
-    """Raise a clear TypeError unless ``opt`` is a Keras optimizer or a ProcessedOptimizer."""
+    """Raise a clear TypeError unless ``opt`` is a Keras optimizer, a ProcessedOptimizer, or a
+    TF1 optimizer the TF1 room stands in for (its stand-in is made here, the first time, under
+    the distribution strategy in scope: ``ModelDesc.get_optimizer`` runs in the trainer's)."""
     if isinstance(opt, ProcessedOptimizer) or _is_keras_optimizer(opt):
         return
-    hint = (" (TF1's tf.compat.v1.train optimizers do not work on TF2 variables; use "
-            "keras.optimizers.*)" if isinstance(opt, tf.compat.v1.train.Optimizer) else "")
+    if isinstance(opt, tf.compat.v1.train.Optimizer):
+        try:
+            if extension.adapt_optimizer(opt) is not None:
+                return
+        except TypeError as e:
+            raise TypeError(f"{what}: {e}") from None
+    hint = (" (TF1's tf.compat.v1.train optimizers need the TF1 room, which importing "
+            "trainstack.towers registers; or use keras.optimizers.*)"
+            if isinstance(opt, tf.compat.v1.train.Optimizer) else "")
     raise TypeError(f"{what} must give a Keras optimizer (e.g. keras.optimizers.Adam(1e-3)), "
                     f"possibly wrapped by apply_grad_processors; got {opt!r} ({type(opt).__name__}){hint}")

@@ -342,11 +342,11 @@ class TowerFunc:
         frozen = _frozen_ids(self.model_owner)
         return [v for v in self._variables if v.trainable and id(v) not in frozen]
 
-    def model_trainable_variables(self) -> list[Any]:
-        """The model's trainable variables, as tensorpack's graph-side helpers see them: those of
-        the layers, modules and variables its owner holds (built before or in the tower), then
-        any other the tower function created so far (during the first build: the layers called
-        before this point); frozen layers excluded."""
+    def model_variables(self) -> list[Any]:
+        """Every variable of the model, trainable or not, as tensorpack's graph-side helpers see
+        them: those of the layers, modules and variables its owner holds (built before or in the
+        tower), then any other the tower function created so far (during the first build: the
+        layers called before this point)."""
         owner = self.model_owner
         reached: dict[int, Any] = {}
         if owner is not None:
@@ -355,8 +355,12 @@ class TowerFunc:
             _walk_variables(parts, reached)
         for v in self._variables:
             reached.setdefault(id(v), v)
-        frozen = _frozen_ids(owner)
-        return [v for v in reached.values() if v.trainable and id(v) not in frozen]
+        return list(reached.values())
+
+    def model_trainable_variables(self) -> list[Any]:
+        """The trainable ones among :meth:`model_variables`; frozen layers excluded."""
+        frozen = _frozen_ids(self.model_owner)
+        return [v for v in self.model_variables() if v.trainable and id(v) not in frozen]
 
     def __call__(self, *inputs: Any) -> Any:
         ctx = get_current_tower_context()

@@ -51,6 +51,7 @@ from trainstack.loop import Callback
 
 from ..session.devices import all_gpus
 from .multigpu import MultiGPUTrainerBase
+from ..tower.gradproc import check_optimizer
 from ..tower.tower import _frozen_ids
 from .legacy_hook import is_legacy_config, legacy_api, reject_legacy_options
 from .trainer import TowerResult
@@ -152,7 +153,9 @@ class SyncMultiGPUTrainerReplicated(MultiGPUTrainerBase):
 
         def get_opt_in_scope() -> Any:
             with self.strategy.scope():
-                return get_opt_fn()
+                opt = get_opt_fn()
+                check_optimizer(opt, "get_opt_fn()")  # a TF1 optimizer's Keras stand-in is made here
+                return opt
 
         return get_opt_in_scope
 

@@ -50,10 +50,10 @@ from ..tower import extension
 from ..predict.predictor import OnlinePredictor, predict_device
 from ..tower.rng import rng_checkpoint
 from ..tower.step import TracedStep
-from ..tower.eager import check_eager_execution
+from ..tower.eager import runs_eagerly
 from ..tower.tower import TowerContext, TowerFunc, TowerHandle, _frozen_ids
 from .legacy_hook import legacy_api
-from .nonfinite import SkippedStepsReport, apply_if_finite
+from .nonfinite import NonFiniteCheck, apply_if_finite
 
 __all__ = ["TowerTrainer", "SingleCostTrainer", "TowerResult"]
 
@@ -137,12 +137,12 @@ class TowerTrainer(Trainer):
                                  "in a trainer that builds its own graph, setup_input()) first")
         return self._input
 
+    @runs_eagerly
     def setup_input(self, input_signature: Sequence[tf.TensorSpec], source: InputSource,
                     num_towers: int = 1) -> tuple[tf.TensorSpec, ...]:
         """Set ``source`` up to feed ``num_towers`` towers and register its callbacks; return
         the normalized signature. The first step of building a graph: ``setup_graph`` does it,
         a trainer that builds its own (several steps, as a GAN's) calls it itself."""
-        check_eager_execution(f"{type(self).__name__}.setup_input()")
         if self._input is not None:
             raise RuntimeError(f"{type(self).__name__} already has an InputSource ({self._input!r})")
         signature = normalize_signature(input_signature)
@@ -201,7 +201,7 @@ class TowerTrainer(Trainer):
                 raise ValueError(f"{who}: key {key!r} is reserved ('model' and 'rng' are the model's, declared "
                                  "by its owner: ModelDesc.checkpoint_objects() or TowerFunc(owner=...); "
                                  f"{sorted(SAVER_KEYS)} are the savers'); choose another")
-            obj = unwrap_optimizer(obj)[0] if isinstance(obj, ProcessedOptimizer) else obj
+            obj = unwrap_optimizer(obj)[0]  # the Keras optimizer (of a wrapper, or for a TF1 one)
             if not isinstance(obj, tf.__internal__.tracking.Trackable):
                 raise TypeError(f"{who}: {key}={obj!r:.80} is {type(obj).__name__}, which a checkpoint "
                                 "cannot hold; expected a Keras optimizer, a tf.Variable or a tf.Module")
@@ -323,6 +323,7 @@ class TowerTrainer(Trainer):
             from ..session.sessinit import SmartInit
             SmartInit(session_init).init(self)
 
+    @runs_eagerly
     def train(self, *args: Any, **kwargs: Any) -> None:
         """The loop's ``train(callbacks, monitors, steps_per_epoch, ...)``; with no arguments,
         trains with the TrainConfig given to the constructor (the older API)."""
@@ -393,9 +394,22 @@ class SingleCostTrainer(TowerTrainer):
     tower from the input (in its order: micro-batch ``m`` of tower ``k`` is
     ``m * num_towers + k``), averages their gradients and applies them once, as
     one step on the micro-batches concatenated would (mean losses, equal sizes).
-    ``skip_nonfinite_steps``: a step whose gradients hold a NaN or an Inf changes
-    nothing (weights, optimizer state) and is logged with its global step (see
+    ``skip_nonfinite_steps``: a step whose loss or gradients hold a NaN or an Inf
+    changes nothing (weights, optimizer state, the moving averages of
+    ``add_moving_summary``) and is logged with its global step and the tensor (see
     nonfinite.py), instead of writing the NaN into the weights.
+
+    Non-finite values, with or without it: every step records, in the graph, the first
+    global step whose loss or gradients were not finite and which tensor it was (the loss
+    by its name, or the variable whose gradient was); the savers' refusal to save NaN
+    weights and ``TerminateOnNaN`` name them. A run they stop for NaN ends, once every
+    callback's ``after_train`` has run (checkpoints and stats flushed), with
+    ``NonFiniteError``, so the program exits with an error status;
+    ``TrainConfig(on_nonfinite="stop")`` (``train_with_defaults(on_nonfinite="stop")``)
+    ends it quietly instead. The record's cost (benchmarks/nonfinite_overhead.py) is one
+    reduction per gradient and a few scalar ops per step; set ``record_nonfinite`` before
+    ``setup_graph`` to ``"loss"`` to record only the loss (a NaN gradient under a finite loss
+    is then reported at the next step, by the loss) or to False to record nothing.
     """
 
     records_graph_build = False  # the step is built by setup_graph
@@ -408,8 +422,11 @@ class SingleCostTrainer(TowerTrainer):
     gradient_accumulation_steps: int = 1
     #: loss scaling for a model computing in float16 under a Keras mixed dtype policy
     mixed_precision: bool = False
-    #: skip (do not apply) a step whose gradients are not finite; see nonfinite.py
+    #: skip (do not apply) a step whose loss or gradients are not finite; see nonfinite.py
     skip_nonfinite_steps: bool = False
+    #: record in the step where the first non-finite loss or gradient appeared (True), where the
+    #: first non-finite loss did ("loss"), or nothing (False); see nonfinite.py
+    record_nonfinite: bool | str = True
 
     def __init__(self, config: Any = None, *, xla_compile: bool | None = None,
                  steps_per_run: int | None = None, gradient_accumulation_steps: int | None = None,
@@ -425,7 +442,7 @@ class SingleCostTrainer(TowerTrainer):
             self.mixed_precision = bool(mixed_precision)
         if skip_nonfinite_steps is not None:
             self.skip_nonfinite_steps = bool(skip_nonfinite_steps)
-        self._skipped_steps: tf.Variable | None = None
+        self._nonfinite: NonFiniteCheck | None = None
         self.train_op: TracedStep | None = None
         self._grad_processors: list[GradientProcessor] = []
         self._trainable: list[tf.Variable] = []
@@ -448,6 +465,7 @@ class SingleCostTrainer(TowerTrainer):
         return list(self._trainable)
 
     # -- setup -----------------------------------------------------------------------------------------
+    @runs_eagerly
     def setup_graph(self, input_signature: Sequence[tf.TensorSpec], input: Any,
                     get_cost_fn: Callable[..., Any], get_opt_fn: Callable[[], Any] | None) -> None:
         """Build the trainer's step.
@@ -458,9 +476,12 @@ class SingleCostTrainer(TowerTrainer):
         function; ``get_opt_fn() -> optimizer``: a Keras optimizer, possibly
         wrapped by ``apply_grad_processors``.
         """
-        check_eager_execution(f"{type(self).__name__}.setup_graph()")
         if self.train_op is not None:
             raise RuntimeError(f"{type(self).__name__}.setup_graph() was already called")
+        if self.record_nonfinite not in (True, False, "loss"):
+            raise ValueError(f"{type(self).__name__}.record_nonfinite must be True (the loss and the "
+                             "gradients), 'loss' or False (no record), got "
+                             f"{self.record_nonfinite!r}")
         signature = self.setup_input(input_signature, self._as_input_source(input),
                                      self.num_towers * self.gradient_accumulation_steps)
         if isinstance(get_cost_fn, TowerFunc):
@@ -471,7 +492,10 @@ class SingleCostTrainer(TowerTrainer):
         else:
             self.tower_func = TowerFunc(get_cost_fn, signature)
         if get_opt_fn is not None:
-            opt = get_opt_fn()
+            # optimizer() is TF1 code as much as build_graph (tensorpack's tf.summary.scalar('lr',
+            # lr) there): the TF1 room sees it as part of building the trainer
+            with extension.constructing(self):
+                opt = get_opt_fn()
             check_optimizer(opt, "get_opt_fn()")
             self._optimizer, self._grad_processors = unwrap_optimizer(opt)
             if self.mixed_precision:
@@ -482,10 +506,13 @@ class SingleCostTrainer(TowerTrainer):
         self._build_variables()
         if self._trains and not self._optimizer.built:
             self._optimizer.build(self._trainable)
-        if self._trains and self.skip_nonfinite_steps:
-            with tf.init_scope(), tf.device("CPU:0"):
-                self._skipped_steps = tf.Variable(0, dtype=tf.int64, trainable=False, name="skipped_steps")
-            self.register_callback(SkippedStepsReport(self._skipped_steps))
+        if self._trains and (self.skip_nonfinite_steps or self.record_nonfinite):
+            # with loss scaling, overflowing gradients are the LossScaleOptimizer's to handle
+            gradients = self.skip_nonfinite_steps or self.record_nonfinite != "loss"
+            self._nonfinite = NonFiniteCheck(self.summary_collection,
+                                             check_gradients=gradients and not self.mixed_precision,
+                                             skip=self.skip_nonfinite_steps)
+            self.register_callback(self._nonfinite.callback())
         self.train_op = TracedStep(self._step_body, self.input.feed_signature(), name="train_step",
                                    multi_step=self.steps_per_run > 1)
         self.train_op.trace(())
@@ -591,9 +618,15 @@ class SingleCostTrainer(TowerTrainer):
         for m, inputs in enumerate(micro):
             # summaries are recorded once per step: by the last micro-batch's main tower
             results.append(self._build_towers(inputs, record_summaries=m == len(micro) - 1))
+        named = results[0][0].cost  # the cost as the tower function named it (averaging renames it)
         results = _average_micro_batches(results) if len(results) > 1 else results[0]
-        with summary_collection_scope(self.summary_collection):
+        check = self._nonfinite
+        if check is not None:
+            check.begin([r.cost for r in results], named)
+        with summary_collection_scope(self._step_summaries()):
             output = self._apply_towers(results)
+        if check is not None:
+            check.end()
         main = results[0].handle
         return output, {name: main.get_tensor(name) for name in fetch_names}
 
@@ -605,7 +638,7 @@ class SingleCostTrainer(TowerTrainer):
                      record_summaries: bool = True) -> TowerResult:
         """Build training tower ``index`` on its device: its cost and its gradients; the main
         tower records its summaries when ``record_summaries``."""
-        collection = self.summary_collection if index == 0 and record_summaries else None
+        collection = self._step_summaries() if index == 0 and record_summaries else None
         with _device(self._tower_device(index)), summary_collection_scope(collection):
             with TowerContext(f"tower{index}", is_training=True, index=index) as ctx:
                 with tf.GradientTape() as tape:
@@ -634,10 +667,23 @@ class SingleCostTrainer(TowerTrainer):
             raise ValueError("no trainable variable has a gradient: the cost does not depend on any")
         for proc in self._grad_processors:
             grads_and_vars = proc.process(grads_and_vars)
-        if self._skipped_steps is not None:
-            apply_if_finite(self._optimizer, grads_and_vars, self._skipped_steps)
+        finite = self._nonfinite.gradients(grads_and_vars) if self._nonfinite is not None else None
+        if self.skip_nonfinite_steps and finite is not None:
+            apply_if_finite(self._optimizer, grads_and_vars, finite)
         else:
             self._optimizer.apply_gradients(grads_and_vars)
+
+    def _step_summaries(self) -> SummaryCollection:
+        """Where the step records its summaries: the trainer's collection (with
+        ``skip_nonfinite_steps``, through the check that keeps a skipped step's loss out of the
+        moving averages)."""
+        return self._nonfinite.summaries if self._nonfinite is not None else self.summary_collection
+
+    def first_nonfinite(self) -> tuple[int, str] | None:
+        """``(global step, what)`` of the first step of this run whose loss or gradients were
+        NaN or infinite, read from the step's in-graph record (see nonfinite.py); None when
+        there was none, or without a record (``record_nonfinite = False``)."""
+        return self._nonfinite.first() if self._nonfinite is not None else None
 
 
 #: the trainer's attributes the optimizers' fallback does not scan (they are declared, or bookkeeping)

@@ -1,0 +1,60 @@
+"""tensorpack's ``Dropout``: drop in training towers, pass through in inference towers.
+
+``Dropout(x, rate=0.3)`` drops with probability ``rate``; tensorpack's older forms
+``Dropout(x, 0.7)`` and ``Dropout(x, keep_prob=0.7)`` give the probability to *keep* (a
+positional number other than 0.5 is logged as a warning, as tensorpack did). Default rate 0.5.
+``training`` (or ``is_training``) defaults to the tower's ``is_training``. The kept values are
+scaled by ``1 / (1 - rate)``. The masks come from TensorFlow's stateful random ops: a resumed
+run draws fresh ones (use ``keras.layers.Dropout`` for checkpointed random state).
+"""
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+import tensorflow as tf
+
+from .context import layer_label, tower_of
+from .registry import layer_register
+
+__all__ = ["Dropout"]
+
+logger = logging.getLogger("trainstack.towers")
+
+
+def _rate(args: tuple, kwargs: dict[str, Any]) -> float:
+    label = layer_label("Dropout")
+    if len(args) > 1:
+        raise TypeError(f"{label} takes one positional argument after its input (the probability to keep)")
+    given = [k for k in ("keep_prob", "rate") if k in kwargs] + (["positional keep_prob"] if args else [])
+    if len(given) > 1:
+        raise TypeError(f"{label}: {' and '.join(given)} both given; give one (rate= is the probability to drop)")
+    if args:
+        if args[0] != 0.5:
+            logger.warning("The first positional argument to Dropout is the probability to keep, not to drop "
+                           "(tensorpack's convention); use rate= to give the probability to drop.")
+        return 1.0 - args[0]
+    if "keep_prob" in kwargs:
+        return 1.0 - kwargs.pop("keep_prob")
+    return kwargs.pop("rate", 0.5)
+
+
+@layer_register(use_scope=None)
+def Dropout(x: tf.Tensor, *args: Any, **kwargs: Any) -> tf.Tensor:  # noqa: N802
+    """Dropout by tensorpack's arguments (see the module docstring); ``noise_shape``, ``seed`` and
+    ``name`` as ``tf.nn.dropout``'s."""
+    kwargs = dict(kwargs)
+    if "is_training" in kwargs:
+        kwargs["training"] = kwargs.pop("is_training")
+    rate = _rate(args, kwargs)
+    training = kwargs.pop("training", None)
+    if training is None:
+        training = tower_of("Dropout").is_training
+    extra = set(kwargs) - {"noise_shape", "seed", "name"}
+    if extra:
+        raise TypeError(f"{layer_label('Dropout')}: unexpected arguments {sorted(extra)}; it takes rate, keep_prob, "
+                        "training (is_training), noise_shape, seed and name")
+    if not training or rate == 0:
+        return tf.identity(x, name=kwargs.get("name"))
+    return tf.nn.dropout(x, rate=rate, noise_shape=kwargs.get("noise_shape"), seed=kwargs.get("seed"),
+                         name=kwargs.get("name"))
