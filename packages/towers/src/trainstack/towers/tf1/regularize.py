@@ -2,10 +2,10 @@
 
 A regularization cost over the model's trainable variables whose names match a
 regex, called inside ``build_graph`` (tensorpack's ``models/regularize.py``).
-Variable names are those the tower function gives its variables: the Keras
-layer's name and the weight's, without the tower's name scope and ``:0``
-(``conv1/kernel``; tensorpack's layers named theirs ``conv1/W``, so update the
-regexes of a ported script accordingly).
+Variable names are those the tower function gives its variables, without the
+tower's name scope and ``:0``: tensorpack's layer functions and ``get_variable``
+under variable scopes give tensorpack's (``conv1/W``), so a ported script's
+regexes stay as they were; Keras layers give theirs (``conv1/kernel``).
 """
 from __future__ import annotations
 
