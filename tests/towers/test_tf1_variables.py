@@ -79,3 +79,26 @@ def test_unsupported_get_variable_arguments_name_their_replacement():
 
     with pytest.raises(TF1CallError, match="regularizer=.*regularize_cost"):
         build_once(regularized)
+
+
+def test_tf1_arguments_a_tower_cannot_honour_are_refused_not_ignored():
+    def in_model_collections(x):
+        v = tf.compat.v1.get_variable("v", [2], collections=[tf.compat.v1.GraphKeys.GLOBAL_VARIABLES],
+                                      use_resource=True)
+        return tf.reduce_sum(x) + tf.reduce_sum(v)
+
+    assert [v.name for v in build_once(in_model_collections).variables] == ["v:0"]
+
+    def own_collection(x):
+        tf.compat.v1.get_variable("w", [2], collections=["my_vars"])
+        return tf.reduce_sum(x)
+
+    with pytest.raises(TF1CallError, match=r"collections=\['my_vars'\].*\['my_vars'\] would be ignored"):
+        build_once(own_collection)
+
+    def unshaped(x):
+        tf.compat.v1.get_variable("u", [2], validate_shape=False)
+        return tf.reduce_sum(x)
+
+    with pytest.raises(TF1CallError, match="validate_shape=False"):
+        build_once(unshaped)

@@ -76,8 +76,8 @@ def get_variable(frame: Frame, name: str, shape: Any = None, dtype: Any = None, 
 
     def store_getter(name: str, shape: Any = None, dtype: Any = None, initializer: Any = None,
                      trainable: bool | None = None, **rest: Any) -> tf.Variable:
-        for unused in ("reuse", "collections", "validate_shape", "use_resource"):
-            rest.pop(unused, None)
+        rest.pop("reuse", None)
+        _drop_tf2_defaults(frame, name, rest)
         return _stored(frame, scope, name, shape, dtype, initializer, trainable, **rest)
 
     return custom_getter(getter=store_getter, name=full, shape=shape, dtype=dtype, initializer=initializer,
@@ -129,9 +129,32 @@ def _stored(frame: Frame, scope: Any, full: str, shape: Any, dtype: Any, initial
 def _get_variable(original: Any, frame: Frame, *args: Any, **kwargs: Any) -> Any:
     if frame.tower is None or frame.tower_func is None:  # a trainer's __init__, outside any tower
         return original(*args, **kwargs)
-    for unused in ("collections", "validate_shape", "use_resource"):
-        kwargs.pop(unused, None)  # TF2 variables are resource variables with a fixed shape
+    _drop_tf2_defaults(frame, args[0] if args else kwargs.get("name"), kwargs)
     return get_variable(frame, *args, **kwargs)
+
+
+#: the collections a tower's variable belongs to anyway (the model's variables, see graph_collections)
+_MODEL_COLLECTIONS = {tf.compat.v1.GraphKeys.GLOBAL_VARIABLES, tf.compat.v1.GraphKeys.TRAINABLE_VARIABLES,
+                      tf.compat.v1.GraphKeys.MODEL_VARIABLES}
+
+
+def _drop_tf2_defaults(frame: Frame, name: Any, kwargs: dict) -> None:
+    """Remove from ``kwargs`` the TF1 arguments every TF2 variable satisfies (a resource variable, a
+    fixed shape, one of the model's variables); a value asking for anything else is refused, not
+    ignored."""
+    kwargs.pop("use_resource", None)  # TF2 variables are resource variables
+    if kwargs.pop("validate_shape", True) is False:
+        raise TF1CallError(f"tf.compat.v1.get_variable({name!r}, validate_shape=False) in tower "
+                           f"{frame.tower.name!r}: a tower's variables have a fixed shape; give the full "
+                           "shape (or an initial value of that shape)")
+    collections = kwargs.pop("collections", None)
+    other = sorted(set(collections or ()) - _MODEL_COLLECTIONS)
+    if other:
+        raise TF1CallError(f"tf.compat.v1.get_variable({name!r}, collections={list(collections)!r}) in tower "
+                           f"{frame.tower.name!r}: TF2 has no graph collections; the variable is one of the "
+                           f"model's (get_collection(GLOBAL_VARIABLES) lists it), but {other} would be "
+                           "ignored. Keep the variable in the model, or hold it where the code that reads "
+                           "it can find it")
 
 
 PATCHES = [Patch(lambda: tf.compat.v1, "get_variable", _get_variable)]
