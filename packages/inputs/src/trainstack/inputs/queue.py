@@ -46,6 +46,7 @@ class QueueInput(FeedfreeInput):
         self._thread: threading.Thread | None = None
         self._stop = threading.Event()
         self.error: BaseException | None = None
+        self._fill_lock = threading.Lock()  # the sum and count are read and reset together
         self._fill_sum = 0
         self._fill_count = 0
         self._to_skip = 0
@@ -95,8 +96,10 @@ class QueueInput(FeedfreeInput):
                 if self._stop.is_set():
                     return
                 self.queue.enqueue(arrays)
-                self._fill_sum += int(self.queue.size())
-                self._fill_count += 1
+                fill = int(self.queue.size())
+                with self._fill_lock:
+                    self._fill_sum += fill
+                    self._fill_count += 1
         except (tf.errors.CancelledError, tf.errors.OutOfRangeError):
             if not self._stop.is_set():
                 self.error = RuntimeError(f"{self.name}: its queue was closed while the thread was running")
@@ -123,8 +126,9 @@ class QueueInput(FeedfreeInput):
     def take_mean_fill(self) -> float:
         """Mean queue size seen after each enqueue since the last call (the current size
         when nothing was enqueued since)."""
-        s, n = self._fill_sum, self._fill_count
-        self._fill_sum = self._fill_count = 0
+        with self._fill_lock:
+            s, n = self._fill_sum, self._fill_count
+            self._fill_sum = self._fill_count = 0
         return s / n if n else float(self.queue.size())
 
     def _get_callbacks(self) -> list[Callback]:
