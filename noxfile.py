@@ -9,6 +9,8 @@ sessions; `nox -s towers` runs one (the `wheels` session first, which it require
   version pins; their third-party dependencies from the index) and runs tests/<layer>/ from
   outside the source tree, so only what was installed is imported (an upward import fails
   with ModuleNotFoundError);
+- `parity` runs tests/parity/, the differential suite: the same pipelines through tensorpack
+  0.11's `tensorpack.dataflow` (no TensorFlow installed) and trainstack-dataflow's wheel;
 - `all` installs everything, the meta-package too, and runs the tests at the top of tests/
   (those that need the meta-package);
 - `horovod` builds Horovod once per machine (scripts/install_horovod.py, cached in
@@ -48,7 +50,8 @@ TEST_TOOLS = ["pytest>=8", "pytest-xdist>=3"]
 # (tensorpack 0.11, a pure-Python wheel, for tests/towers/test_tensorpack_dataflow.py: its own
 # DataFlows train through trainstack's inputs; that test skips without it)
 # (hypothesis for the fuzz tests of the codec, tests/dataflow, and of the remote input, tests/inputs)
-TEST_EXTRAS = {"dataflow": ["hypothesis>=6"], "callbacks": ["tensorboard"], "inputs": ["hypothesis>=6"],
+TEST_EXTRAS = {"dataflow": ["hypothesis>=6", "opencv-python-headless>=4.8", "lmdb>=1.4", "h5py>=3.8",
+                            "pyzmq>=25"], "callbacks": ["tensorboard"], "inputs": ["hypothesis>=6"],
                "towers": ["scikit-learn>=1.3", "tensorpack==0.11"]}
 META = "trainstack"  # the meta-package's distribution, at the root
 
@@ -61,7 +64,7 @@ def dist(layer: str) -> str:
 SOURCES = {**{dist(layer): ROOT / "packages" / layer for layer in LAYERS}, META: ROOT}
 
 nox.needs_version = ">=2026.10"  # sessions' `requires`, and the summary with each session's time
-nox.options.sessions = ["layering", "wheels", *LAYERS, "all", "horovod"]
+nox.options.sessions = ["layering", "wheels", *LAYERS, "parity", "all", "horovod"]
 nox.options.reuse_existing_virtualenvs = True
 
 
@@ -72,6 +75,8 @@ def session_of(test_file: Path) -> str | None:
     parts = test_file.relative_to(TESTS).parts
     if len(parts) == 1:
         return "layering" if parts[0] == "test_layering.py" else "all"
+    if len(parts) == 2 and parts[0] == "parity":
+        return "parity"
     if len(parts) == 2 and parts[0] in LAYERS:
         if parts[0] == "distributed" and parts[1].startswith("test_horovod"):
             return "horovod"
@@ -226,6 +231,22 @@ def _layer_session(layer: str) -> None:
 
 for _layer in LAYERS:
     _layer_session(_layer)
+
+
+@nox.session(requires=["wheels"])
+@timed
+def parity(session: nox.Session) -> None:
+    """The differential suite, tests/parity/: the same pipelines through tensorpack 0.11's
+    `tensorpack.dataflow` (which imports without TensorFlow; none is installed here) and through
+    trainstack-dataflow with all its extras, comparing what a user observes."""
+    files = test_files("parity")
+    if not files:
+        session.skip("tests/parity/ has no tests yet")
+    session.install(*TEST_TOOLS, "tensorpack==0.11", *TEST_EXTRAS["dataflow"])
+    install_wheels(session, dist("dataflow"))
+    session.run("python", "-c", "import tensorpack.dataflow, sys; "
+                "assert 'tensorflow' not in sys.modules, 'tensorpack imported TensorFlow'")
+    pytest(session, "trainstack.dataflow", files)
 
 
 @nox.session(requires=["wheels"])
