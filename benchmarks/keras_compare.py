@@ -30,11 +30,10 @@ Contenders:
 from __future__ import annotations
 
 import argparse
-import gc
+import functools
 import logging
 import os
 import platform
-import statistics
 import time
 from typing import Any, Callable
 
@@ -43,6 +42,7 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 import keras  # noqa: E402
 import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
+from _rounds import Blocks, EpochClock, ratio, run_rounds, steps_per_s  # noqa: E402
 
 BATCH, DISTINCT_BATCHES, LEARNING_RATE = 64, 20, 0.01
 BARE = "bare tf.function, 1 step/call"
@@ -131,7 +131,7 @@ def keras_fit(workload: str, batches: list, tuned: bool, jit_compile: bool = Fal
     data = dataset(batches)
 
     def block(epochs: int, steps: int) -> list[float]:
-        clock = EpochClock()
+        clock = KerasEpochClock()
         model.fit(data, epochs=epochs, steps_per_epoch=steps, callbacks=[clock],
                   verbose=0 if tuned else "auto")
         return clock.times
@@ -139,7 +139,7 @@ def keras_fit(workload: str, batches: list, tuned: bool, jit_compile: bool = Fal
     return block
 
 
-class EpochClock(keras.callbacks.Callback):
+class KerasEpochClock(keras.callbacks.Callback):
     def __init__(self) -> None:
         super().__init__()
         self.times: list[float] = []
@@ -153,7 +153,6 @@ class EpochClock(keras.callbacks.Callback):
 
 def trainstack_run(workload: str, batches: list, input_kind: str, **trainer_options: Any) -> Contender:
     from trainstack.inputs import TFDatasetInput
-    from trainstack.loop import Callback
     from trainstack.towers import ModelDesc, SimpleTrainer, TrainConfig, launch_train_with_config
 
     class Model(ModelDesc):
@@ -170,19 +169,9 @@ def trainstack_run(workload: str, batches: list, input_kind: str, **trainer_opti
         def optimizer(self):
             return keras.optimizers.SGD(LEARNING_RATE)
 
-    class Clock(Callback):
-        def __init__(self) -> None:
-            self.times: list[float] = []
-
-        def _before_epoch(self) -> None:
-            self._start = time.perf_counter()
-
-        def _after_epoch(self) -> None:
-            self.times.append(time.perf_counter() - self._start)
-
     def block(epochs: int, steps: int) -> list[float]:
         # a fresh trainer per block (a trainer trains once); its set-up is not timed
-        clock = Clock()
+        clock = EpochClock()
         data = TFDatasetInput(dataset(batches)) if input_kind == "dataset" else None
         config = TrainConfig(model=Model(), data=data, dataflow=batches if data is None else None,
                              callbacks=[clock], steps_per_epoch=steps, max_epoch=epochs)
@@ -215,33 +204,10 @@ def contenders(workload: str, steps: int) -> dict[str, Contender]:
     }
 
 
-Blocks = dict[str, list[list[float]]]  # contender -> per round, its block's epoch times (warm-up dropped)
-
-
 def measure(workload: str, rounds: int, epochs: int, steps: int, only: list[str]) -> Blocks:
-    runs = {name: block for name, block in contenders(workload, steps).items()
+    runs = {name: functools.partial(block, epochs, steps) for name, block in contenders(workload, steps).items()
             if name in (BARE, *KERAS_TUNED) or not only or any(part in name for part in only)}
-    blocks: Blocks = {name: [] for name in runs}
-    for r in range(rounds):
-        for name, block in runs.items():
-            blocks[name].append(block(epochs, steps)[1:])  # each block's first epoch warms up
-            # collect the block's garbage (a trainstack block leaves a whole trainer) now, untimed:
-            # else a later block's collections pay for it, the more the more objects it makes
-            gc.collect()
-        print(f"  {workload}: round {r + 1}/{rounds} done", flush=True)
-    return blocks
-
-
-def steps_per_s(times: list[list[float]], steps: int) -> float:
-    """Median steps/s over the epochs of all blocks."""
-    return steps / statistics.median(t for block in times for t in block)
-
-
-def ratio(blocks: Blocks, a: str, b: str) -> float:
-    """``a``'s speed over ``b``'s: the median over rounds of the ratio of their blocks in the round
-    (neighbours in time, so a machine that slows down for a while slows both)."""
-    return statistics.median(statistics.median(tb) / statistics.median(ta)
-                             for ta, tb in zip(blocks[a], blocks[b]))
+    return run_rounds(runs, rounds, workload)
 
 
 def goals(workload: str, blocks: Blocks, speed: dict[str, float], best: str,

@@ -26,12 +26,10 @@ the median over rounds of the ratio of their blocks in the round.
 from __future__ import annotations
 
 import argparse
-import gc
+import functools
 import logging
 import os
 import platform
-import statistics
-import time
 from typing import Any, Callable
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
@@ -39,6 +37,7 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 import keras  # noqa: E402
 import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
+from _rounds import Blocks, EpochClock, ratio, run_rounds, steps_per_s  # noqa: E402
 
 BATCH, DISTINCT_BATCHES, LEARNING_RATE = 64, 20, 0.01
 
@@ -67,7 +66,6 @@ def make_dataset() -> tf.data.Dataset:
 def contender(workload: str, record: bool | str, skip: bool, steps_per_run: int) -> Block:
     from trainstack.callbacks import add_moving_summary
     from trainstack.inputs import TFDatasetInput
-    from trainstack.loop import Callback
     from trainstack.towers import ModelDesc, SimpleTrainer, TrainConfig, launch_train_with_config
 
     class Model(ModelDesc):
@@ -88,18 +86,8 @@ def contender(workload: str, record: bool | str, skip: bool, steps_per_run: int)
         def optimizer(self):
             return keras.optimizers.SGD(LEARNING_RATE)
 
-    class Clock(Callback):
-        def __init__(self) -> None:
-            self.times: list[float] = []
-
-        def _before_epoch(self) -> None:
-            self._start = time.perf_counter()
-
-        def _after_epoch(self) -> None:
-            self.times.append(time.perf_counter() - self._start)
-
     def block(epochs: int, steps: int) -> list[float]:
-        clock = Clock()
+        clock = EpochClock()
         trainer = SimpleTrainer(skip_nonfinite_steps=skip, steps_per_run=steps_per_run)
         trainer.record_nonfinite = record
         config = TrainConfig(model=Model(), data=TFDatasetInput(make_dataset()), callbacks=[clock],
@@ -121,21 +109,10 @@ def contenders(workload: str, steps: int) -> dict[str, Block]:
     return runs
 
 
-def measure(workload: str, rounds: int, epochs: int, steps: int) -> dict[str, list[list[float]]]:
+def measure(workload: str, rounds: int, epochs: int, steps: int) -> Blocks:
     runs = contenders(workload, steps)
-    blocks: dict[str, list[list[float]]] = {name: [] for name in runs}
-    for r in range(rounds):
-        for name, block in runs.items():
-            blocks[name].append(block(epochs, steps)[1:])  # each block's first epoch warms up
-            gc.collect()
-        print(f"  {workload}: round {r + 1}/{rounds} done", flush=True)
-    return blocks
-
-
-def ratio(blocks: dict[str, list[list[float]]], a: str, b: str) -> float:
-    """``a``'s speed over ``b``'s: the median over rounds of the ratio of their blocks."""
-    return statistics.median(statistics.median(tb) / statistics.median(ta)
-                             for ta, tb in zip(blocks[a], blocks[b]))
+    return run_rounds({name: functools.partial(block, epochs, steps) for name, block in runs.items()},
+                      rounds, workload)
 
 
 def main() -> None:
@@ -155,7 +132,7 @@ def main() -> None:
     print("|---|" + "---|" * len(args.workloads))
     for name in blocks[args.workloads[0]]:
         off = "record off, " + name.split(", ", 1)[1]
-        cells = [f"{args.steps / statistics.median(t for b in blocks[w][name] for t in b):.0f} "
+        cells = [f"{steps_per_s(blocks[w][name], args.steps):.0f} "
                  f"({ratio(blocks[w], name, off):.3f}x)" for w in args.workloads]
         print(f"| {name} | " + " | ".join(cells) + " |")
 

@@ -27,20 +27,18 @@ hooked runs (not for ``no summary``: a trainer without summaries to fetch does n
 from __future__ import annotations
 
 import argparse
-import gc
+import functools
 import logging
 import os
 import platform
-import statistics
 import tempfile
-import time
-from typing import Any, Callable
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 import keras  # noqa: E402
 import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
+from _rounds import Blocks, EpochClock, ratio, run_rounds, steps_per_s  # noqa: E402
 
 BATCH, DISTINCT_BATCHES, LEARNING_RATE = 64, 20, 0.01
 FORMS = ("no summary", "tf.summary.*", "add_tensor_summary")
@@ -56,7 +54,6 @@ def run_block(form: str, batches: list, epochs: int, steps: int, logdir: str) ->
     """Train a fresh model for ``epochs`` epochs; return each epoch's seconds, and whether
     MergeAllSummaries took part in the trainer's hooked runs."""
     from trainstack.callbacks import add_tensor_summary, set_logger_dir, unset_logger_dir
-    from trainstack.loop import Callback
     from trainstack.towers import ModelDesc, SimpleTrainer, TrainConfig, launch_train_with_config
 
     class Model(ModelDesc):
@@ -88,17 +85,7 @@ def run_block(form: str, batches: list, epochs: int, steps: int, logdir: str) ->
         def optimizer(self):
             return keras.optimizers.SGD(LEARNING_RATE)
 
-    class Clock(Callback):
-        def __init__(self) -> None:
-            self.times: list[float] = []
-
-        def _before_epoch(self) -> None:
-            self._start = time.perf_counter()
-
-        def _after_epoch(self) -> None:
-            self.times.append(time.perf_counter() - self._start)
-
-    clock = Clock()
+    clock = EpochClock()
     set_logger_dir(logdir)
     try:
         trainer = SimpleTrainer()
@@ -109,29 +96,16 @@ def run_block(form: str, batches: list, epochs: int, steps: int, logdir: str) ->
     return clock.times, any(cb.name == "MergeAllSummaries" for cb in trainer.callbacks.active("before_run"))
 
 
-def measure(rounds: int, epochs: int, steps: int) -> tuple[dict[str, list[list[float]]], dict[str, bool]]:
+def measure(rounds: int, epochs: int, steps: int) -> tuple[Blocks, dict[str, bool]]:
     batches = make_batches()
-    blocks: dict[str, list[list[float]]] = {form: [] for form in FORMS}
     hooked: dict[str, bool] = {}
     with tempfile.TemporaryDirectory() as root:
-        for r in range(rounds):
-            for form in FORMS:
-                logdir = os.path.join(root, f"{r}-{FORMS.index(form)}")
-                times, hooked[form] = run_block(form, batches, epochs, steps, logdir)
-                blocks[form].append(times[1:])  # each block's first epoch warms up
-                gc.collect()  # the block's trainer, now: not in a later block's time
-            print(f"  round {r + 1}/{rounds} done", flush=True)
+        def block(form: str) -> list[float]:
+            times, hooked[form] = run_block(form, batches, epochs, steps, tempfile.mkdtemp(dir=root))
+            return times
+
+        blocks = run_rounds({form: functools.partial(block, form) for form in FORMS}, rounds)
     return blocks, hooked
-
-
-def steps_per_s(times: list[list[float]], steps: int) -> float:
-    return steps / statistics.median(t for block in times for t in block)
-
-
-def ratio(blocks: dict[str, list[list[float]]], a: str, b: str) -> float:
-    """``a``'s speed over ``b``'s: the median over rounds of the ratio of their blocks in a round."""
-    return statistics.median(statistics.median(tb) / statistics.median(ta)
-                             for ta, tb in zip(blocks[a], blocks[b]))
 
 
 def main() -> None:
