@@ -11,6 +11,8 @@ sessions; `nox -s towers` runs one (the `wheels` session first, which it require
   with ModuleNotFoundError);
 - `parity` runs tests/parity/, the differential suite: the same pipelines through tensorpack
   0.11's `tensorpack.dataflow` (no TensorFlow installed) and trainstack-dataflow's wheel;
+- `bench` (not run by default) runs a benchmark script against the wheels:
+  `nox -s bench -- dataflow_compare.py --rounds 5`;
 - `all` installs everything, the meta-package too, and runs the tests at the top of tests/
   (those that need the meta-package);
 - `horovod` builds Horovod once per machine (scripts/install_horovod.py, cached in
@@ -51,7 +53,8 @@ TEST_TOOLS = ["pytest>=8", "pytest-xdist>=3"]
 # DataFlows train through trainstack's inputs; that test skips without it)
 # (hypothesis for the fuzz tests of the codec, tests/dataflow, and of the remote input, tests/inputs)
 TEST_EXTRAS = {"dataflow": ["hypothesis>=6", "opencv-python-headless>=4.8", "lmdb>=1.4", "h5py>=3.8",
-                            "pyzmq>=25"], "callbacks": ["tensorboard"], "inputs": ["hypothesis>=6"],
+                            "pyzmq>=25", "scipy>=1.10"],  # scipy: SVHNDigit/BSDS500's .mat files
+               "callbacks": ["tensorboard"], "inputs": ["hypothesis>=6"],
                "towers": ["scikit-learn>=1.3", "tensorpack==0.11"]}
 META = "trainstack"  # the meta-package's distribution, at the root
 
@@ -247,6 +250,17 @@ def parity(session: nox.Session) -> None:
     session.run("python", "-c", "import tensorpack.dataflow, sys; "
                 "assert 'tensorflow' not in sys.modules, 'tensorpack imported TensorFlow'")
     pytest(session, "trainstack.dataflow", files)
+
+
+@nox.session(requires=["wheels"], default=False)
+def bench(session: nox.Session) -> None:
+    """Not part of the test run: `nox -s bench -- dataflow_compare.py --rounds 5` runs a script of
+    benchmarks/ (default: dataflow_compare.py) against the wheels of every layer, with tensorpack
+    0.11 and trainstack-dataflow's extras beside them."""
+    session.install("tensorpack==0.11", *TEST_EXTRAS["dataflow"])
+    install_wheels(session, dist("distributed"))
+    script, *args = session.posargs or ["dataflow_compare.py"]
+    session.run("python", str(ROOT / "benchmarks" / script), *args)
 
 
 @nox.session(requires=["wheels"])

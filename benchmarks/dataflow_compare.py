@@ -1,0 +1,174 @@
+"""trainstack.dataflow vs tensorpack 0.11's dataflow vs tf.data, on the same pipelines.
+
+    python benchmarks/dataflow_compare.py [--rounds 5] [--seconds 3] [--pipelines augment light large]
+
+Pipelines (their work is in ``_dataflow_pipelines.py``):
+
+- ``augment-1w``, ``augment-2w``: decode + augment in NumPy (a few ms per datapoint, mostly
+  holding the GIL) in 1 or 2 worker processes, then batches of 64
+  (``BatchData(MultiProcessMapData(...), 64)``); tf.data runs the same Python function through
+  ``py_function`` with ``num_parallel_calls`` (threads), and as native TF ops;
+- ``light``: a map of about 50 microseconds in 2 workers, datapoint by datapoint: serialization
+  and transfer dominate;
+- ``large``: one 4 MB float32 array per datapoint from 2 workers (``MultiProcessRunnerZMQ``):
+  copying dominates.
+
+Contenders run in rounds, one block each per round (``--seconds`` of reading after a warm-up
+that includes the workers' start-up); a ratio is the median over rounds of the ratio of two
+contenders' rates within a round, as in keras_compare.py. Needs tensorpack 0.11 and TensorFlow
+(``pip install tensorpack==0.11`` beside trainstack).
+"""
+from __future__ import annotations
+
+import argparse
+import gc
+import os
+import platform
+import statistics
+import time
+from typing import Any, Callable, Iterable, Iterator
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+
+import numpy as np  # noqa: E402
+
+import _dataflow_pipelines as work  # noqa: E402
+
+BATCH = 64
+# pipeline -> (what one item is, items per datapoint read)
+UNITS = {"augment-1w": "batches", "augment-2w": "batches", "light": "datapoints", "large": "datapoints"}
+
+
+# -- the contenders: each returns an iterable to read, and a function that releases it ------------
+def dataflow_pipeline(lib: Any, name: str) -> tuple[Iterable, Callable[[], None]]:
+    """The pipeline ``name`` built from ``lib`` (trainstack.dataflow or tensorpack.dataflow, which
+    share tensorpack's API)."""
+    if name.startswith("augment"):
+        workers = int(name[-2])
+        df = lib.BatchData(lib.MultiProcessMapData(work.Indices(), num_proc=workers, map_func=work.augment),
+                           BATCH)
+    elif name == "light":
+        df = lib.MultiProcessMapData(work.Indices(), num_proc=2, map_func=work.light)
+    else:
+        df = lib.MultiProcessRunnerZMQ(work.LargeArrays(), num_proc=2)
+    df.reset_state()
+
+    def release() -> None:
+        close = getattr(df, "close", None) or getattr(getattr(df, "ds", None), "close", None)
+        if close is not None:  # trainstack's: stops the workers now
+            close()
+
+    return df, release
+
+
+def tfdata_pipeline(name: str, native: bool) -> tuple[Iterable, Callable[[], None]]:
+    import tensorflow as tf
+
+    def python_map(func: Callable, dtypes: list) -> Callable:
+        def call(i: tf.Tensor) -> list[tf.Tensor]:
+            return tf.py_function(lambda j: func([int(j)]), [i], dtypes)
+        return call
+
+    indices = tf.data.Dataset.range(2 ** 62)
+    if name.startswith("augment"):
+        workers = int(name[-2])
+        if native:
+            def native_augment(i: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor]:
+                seed = tf.stack([i, i])
+                img = tf.random.stateless_uniform(work.IMAGE, seed, 0, 256, dtype=tf.int32)
+                crop = tf.cast(tf.image.stateless_random_crop(img, [work.CROP, work.CROP, 3], seed), tf.float32)
+                crop = tf.image.stateless_random_flip_left_right(crop, seed)
+                blurred = tf.nn.avg_pool2d(crop[None], 3, 1, "SAME")[0]
+                mean, var = tf.nn.moments(blurred, [0, 1])
+                return (blurred - mean) / (tf.sqrt(var) + 1e-5), i % 10
+            ds = indices.map(native_augment, num_parallel_calls=workers)
+        else:
+            ds = indices.map(python_map(work.augment, [tf.float32, tf.int64]), num_parallel_calls=workers)
+        ds = ds.batch(BATCH)
+    elif name == "light":
+        if native:
+            def native_light(i: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor]:
+                x = tf.range(256, dtype=tf.float32) * tf.cast(i, tf.float32)
+                for _ in range(4):
+                    x = tf.sqrt(tf.abs(x) + 1.0)
+                return x, i
+            ds = indices.map(native_light, num_parallel_calls=2)
+        else:
+            ds = indices.map(python_map(work.light, [tf.float32, tf.int64]), num_parallel_calls=2)
+    else:
+        if native:
+            ds = indices.map(lambda i: tf.fill([work.LARGE_FLOATS], tf.cast(i, tf.float32)), num_parallel_calls=2)
+        else:
+            ds = indices.map(python_map(lambda dp: [np.full(work.LARGE_FLOATS, dp[0], np.float32)], [tf.float32]),
+                             num_parallel_calls=2)
+    ds = ds.prefetch(tf.data.AUTOTUNE)
+    return (elem for elem in ds), lambda: None
+
+
+def contenders(name: str) -> dict[str, Callable[[], tuple[Iterable, Callable[[], None]]]]:
+    import tensorpack.dataflow as tp_df
+
+    import trainstack.dataflow as ts_df
+    return {"trainstack": lambda: dataflow_pipeline(ts_df, name),
+            "tensorpack 0.11": lambda: dataflow_pipeline(tp_df, name),
+            "tf.data, py_function": lambda: tfdata_pipeline(name, native=False),
+            "tf.data, native ops": lambda: tfdata_pipeline(name, native=True)}
+
+
+# -- timing ----------------------------------------------------------------------------------------
+def rate(make: Callable[[], tuple[Iterable, Callable[[], None]]], seconds: float, warmup: int) -> float:
+    """Items per second read from a fresh pipeline during ``seconds``, after ``warmup`` items
+    (which include the workers' start-up)."""
+    pipeline, release = make()
+    try:
+        it: Iterator = iter(pipeline)
+        for _ in range(warmup):
+            next(it)
+        count, start = 0, time.perf_counter()
+        while (elapsed := time.perf_counter() - start) < seconds:
+            next(it)
+            count += 1
+        return count / elapsed
+    finally:
+        del pipeline
+        release()
+        gc.collect()
+
+
+def measure(name: str, rounds: int, seconds: float) -> dict[str, list[float]]:
+    makers = contenders(name)
+    warmup = 3 if UNITS[name] == "batches" else 50
+    rates: dict[str, list[float]] = {c: [] for c in makers}
+    for r in range(rounds):
+        for contender, make in makers.items():
+            rates[contender].append(rate(make, seconds, warmup))
+        print(f"  {name}: round {r + 1}/{rounds} done", flush=True)
+    return rates
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--pipelines", nargs="+", default=list(UNITS), choices=list(UNITS))
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--seconds", type=float, default=3.0, help="reading time per block")
+    args = parser.parse_args()
+    import tensorflow as tf
+    print(f"machine: {platform.machine()}, {os.cpu_count()} cores, load average "
+          f"{' '.join(f'{x:.1f}' for x in os.getloadavg())}; TensorFlow {tf.__version__}")
+    results = {name: measure(name, args.rounds, args.seconds) for name in args.pipelines}
+    print("\nitems/s (median over rounds); in brackets, trainstack's rate over the contender's "
+          "(median over rounds of the ratio within a round)\n")
+    names = list(next(iter(results.values())))
+    print("| pipeline | " + " | ".join(names) + " |")
+    print("|---|" + "---|" * len(names))
+    for name, rates in results.items():
+        cells = []
+        for contender in names:
+            within = statistics.median(a / b for a, b in zip(rates["trainstack"], rates[contender]))
+            cells.append(f"{statistics.median(rates[contender]):.0f}"
+                         + ("" if contender == "trainstack" else f" ({within:.2f}x)"))
+        print(f"| {name} ({UNITS[name]}/s) | " + " | ".join(cells) + " |")
+
+
+if __name__ == "__main__":
+    main()
