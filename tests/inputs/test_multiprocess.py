@@ -7,6 +7,7 @@ import signal
 import subprocess
 import sys
 import textwrap
+import threading
 import time
 import types
 
@@ -181,8 +182,12 @@ def test_unsendable_datapoints_and_unpicklable_dataflows_get_clear_errors():
     with MultiProcessDataFlow(mp_dataflows.IdFlow(4), 2, map_func=mp_dataflows.object_array) as df:
         with pytest.raises(InputWorkerError, match="object"):
             list(df)
-    with pytest.raises(InputError, match="picklable"):
-        MultiProcessDataFlow(mp_dataflows.IdFlow(4), 2, map_func=lambda dp: dp).reset_state()
+    # a lambda goes to the workers by value (cloudpickle); a lock cannot go at all
+    with MultiProcessDataFlow(mp_dataflows.IdFlow(4), 2, map_func=lambda dp: [dp[0] * 10]) as df:
+        assert sorted(dp[0] for dp in df) == [0, 10, 20, 30]
+    lock = threading.Lock()
+    with pytest.raises(InputError, match="map_func must be picklable .*pickling failed with TypeError"):
+        MultiProcessDataFlow(mp_dataflows.IdFlow(4), 2, map_func=lambda dp: (lock, dp)[1]).reset_state()
 
 
 def test_a_dataflow_the_workers_cannot_import_gets_a_clear_error(monkeypatch):

@@ -34,7 +34,14 @@ PATCHED = [(tf.compat.v1, "get_variable"), (tf.summary, "image"), (tf.summary, "
 
 
 def identities():
-    return [id(getattr(owner, name)) for owner, name in PATCHED]
+    """What each name the room can replace is now: the explicit list above and every patch of
+    the room's concept modules (Keras' optimizer constructor, the TF1 optimizers' minimize, ...),
+    so that a patch added to a concept module is checked too."""
+    from trainstack.towers.tf1.room import PATCHES as ROOM_PATCHES
+
+    pairs = [*PATCHED, *((patch.owner(), patch.name) for patch in ROOM_PATCHES)]
+    return [id(vars(owner).get(name)) if isinstance(owner, type) else id(getattr(owner, name, None))
+            for owner, name in pairs]
 
 
 def assert_untouched(before):
@@ -50,6 +57,9 @@ def test_importing_trainstack_replaces_nothing_in_a_fresh_interpreter():
         from trainstack import *
         assert (id(tf.compat.v1.get_variable), id(tf.summary.image), id(tf.summary.scalar)) == ids
         assert not hasattr(keras.optimizers.Optimizer, 'minimize')
+        from keras.src.optimizers.base_optimizer import BaseOptimizer
+        assert BaseOptimizer.__init__.__module__ == 'keras.src.optimizers.base_optimizer'
+        assert tf.compat.v1.train.AdamOptimizer.minimize.__module__.startswith('tensorflow.')
         # any part of the towers layer has the room plugged in: behaviour does not depend on imports
         import trainstack.towers.tower.extension as extension
         assert type(extension.registered()).__name__ == 'TF1Room'

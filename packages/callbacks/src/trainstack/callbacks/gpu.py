@@ -14,6 +14,7 @@ from typing import Sequence
 import tensorflow as tf
 
 from trainstack.loop import Callback
+from trainstack.loop.checks import is_int
 
 from .nvml import NVML, NVMLError
 
@@ -38,8 +39,7 @@ class GPUUtilizationTracker(Callback):
     def __init__(self, devices: Sequence[int | str] | None = None, interval: float = 1.0) -> None:
         if devices is not None:
             devices = list(devices)
-            if not devices or not all(isinstance(d, (int, str)) and not isinstance(d, bool)
-                                      for d in devices):
+            if not devices or not all(isinstance(d, str) or is_int(d) for d in devices):
                 raise ValueError("GPUUtilizationTracker: devices must be a non-empty list of GPU "
                                  f"indices or UUIDs, got {devices!r}")
         if not interval > 0:
@@ -155,7 +155,7 @@ class PeakMemoryTracker(Callback):
 
 def _tf_gpu_name(device: int | str) -> str:
     """0, "gpu:0", "/device:GPU:0" -> "GPU:0"."""
-    if isinstance(device, int) and not isinstance(device, bool) and device >= 0:
+    if is_int(device, minimum=0):
         return f"GPU:{device}"
     match = re.fullmatch(r"(?:/?device:)?(?:/?gpu:)(\d+)", str(device), flags=re.IGNORECASE)
     if match is None:

@@ -38,7 +38,7 @@ from .graph import _is_variable
 
 __all__ = [
     "SummaryCollection", "get_summary_collection", "summary_collection_scope",
-    "add_moving_summary", "add_tensor_summary",
+    "add_moving_summary", "add_tensor_summary", "histogram_stats",
 ]
 
 #: Summary types of :func:`add_tensor_summary` -> suffix of the reported name.
@@ -127,7 +127,7 @@ class _Fetched(_Entry):
 
 
 #: What a fetched summary's value is: ``scalar`` (a 0-d number), ``histogram`` (the statistics of
-#: :func:`_histogram_stats`), ``image`` (NHWC uint8), ``text`` (a string tensor).
+#: :func:`histogram_stats`), ``image`` (NHWC uint8), ``text`` (a string tensor).
 FETCHED_KINDS = ("scalar", "histogram", "image", "text")
 
 #: the collections that hold fetched summaries (see MergeAllSummaries.overrides)
@@ -408,7 +408,7 @@ def _rms(x: Any) -> tf.Tensor:
     return tf.sqrt(tf.reduce_mean(tf.square(x)))
 
 
-def _histogram_stats(x: Any, buckets: int = _HISTOGRAM_BUCKETS) -> tf.Tensor:
+def histogram_stats(x: Any, buckets: int = _HISTOGRAM_BUCKETS) -> tf.Tensor:
     """A fixed-size summary of the finite values of ``x``, computed where ``x`` lives:
     ``[min, max, count, sum, sum of squares, bucket counts...]`` (``buckets`` equal-width buckets)."""
     x = tf.reshape(tf.cast(x, tf.float32), [-1])
@@ -431,7 +431,7 @@ def _histogram_stats(x: Any, buckets: int = _HISTOGRAM_BUCKETS) -> tf.Tensor:
 
 _REDUCTIONS: dict[str, Callable[[Any], tf.Tensor]] = {
     "scalar": tf.identity,
-    "histogram": _histogram_stats,
+    "histogram": histogram_stats,
     "mean": lambda x: tf.reduce_mean(tf.cast(x, tf.float32)),
     "rms": _rms,
     "sparsity": tf.math.zero_fraction,

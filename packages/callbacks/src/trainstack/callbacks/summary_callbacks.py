@@ -283,12 +283,12 @@ class SimpleMovingAverage(Callback):
 
 # -- histograms, as TensorBoard takes them -----------------------------------------------------
 def _histogram(stats: np.ndarray) -> tf.compat.v1.HistogramProto:
-    """The TensorBoard histogram of statistics made by :func:`_histogram_stats` (any number of
+    """The TensorBoard histogram of statistics made by :func:`histogram_stats` (any number of
     buckets: what follows the five leading statistics)."""
     lo, hi, num, total, squares = (float(v) for v in stats[:5])
     if num == 0:
         return tf.compat.v1.HistogramProto()
-    left, right = (lo - 0.5, hi + 0.5) if hi <= lo else (lo, hi)  # as in _histogram_stats
+    left, right = (lo - 0.5, hi + 0.5) if hi <= lo else (lo, hi)  # as in histogram_stats
     edges = np.linspace(left, right, len(stats) - 5 + 1)
     return tf.compat.v1.HistogramProto(min=lo, max=hi, num=num, sum=total, sum_squares=squares,
                                        bucket_limit=edges[1:].tolist(),

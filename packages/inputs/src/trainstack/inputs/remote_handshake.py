@@ -20,6 +20,8 @@ from multiprocessing import AuthenticationError
 from multiprocessing.connection import FAILURE, Connection, answer_challenge, deliver_challenge
 from typing import Any
 
+from trainstack.loop.checks import is_int
+
 __all__ = ["DEFAULT_MAX_FRAME_BYTES", "DEFAULT_HANDSHAKE_TIMEOUT", "POLL_S", "parse_address", "check_authkey",
            "peer_name", "HandshakeFailed", "Handshake", "WRONG_KEY", "MALFORMED", "TIMEOUT",
            "LEFT", "EVICTED", "CLOSED"]
@@ -40,8 +42,8 @@ def parse_address(address: Any) -> tuple[str, int]:
         if sep and port.isdigit():
             return host, int(port)
     elif (isinstance(address, (tuple, list)) and len(address) == 2 and isinstance(address[0], str)
-          and isinstance(address[1], int) and not isinstance(address[1], bool)):
-        return address[0], address[1]
+          and is_int(address[1])):
+        return address[0], int(address[1])
     raise ValueError(f"an address must be (host, port) or 'host:port', got {address!r}")
 
 

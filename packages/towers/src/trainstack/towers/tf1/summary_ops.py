@@ -25,7 +25,8 @@ from typing import Any
 import tensorflow as tf
 
 from trainstack.callbacks import get_summary_collection
-from trainstack.callbacks.summary import _histogram_stats
+from trainstack.callbacks.summary import histogram_stats
+from trainstack.loop.checks import check_int
 
 from .switch import TF1CallError
 
@@ -117,14 +118,11 @@ def scalar_value(api: str, name: Any, data: Any) -> tf.Tensor:
 def histogram_value(api: str, name: Any, data: Any, buckets: int | None = None) -> tf.Tensor:
     """The statistics MergeAllSummaries turns into a TensorBoard histogram: range, count, sums
     and ``buckets`` (default 30, as TensorFlow's) equal-width bucket counts of the finite values."""
-    if buckets is None:
-        buckets = 30
-    if isinstance(buckets, bool) or not isinstance(buckets, int) or buckets < 1:
-        raise ValueError(f"tf.{api}({name!r}, buckets=...) must be a positive int, got {buckets!r}")
+    buckets = 30 if buckets is None else check_int(f"tf.{api}", "buckets", buckets, minimum=1)
     t = tf.convert_to_tensor(data)
     if not (t.dtype.is_floating or t.dtype.is_integer or t.dtype.is_bool):
         raise TypeError(f"tf.{api}({name!r}, ...) takes numbers, got dtype {t.dtype.name}")
-    return _histogram_stats(t, buckets)
+    return histogram_stats(t, buckets)
 
 
 def image_value(api: str, name: Any, data: Any, max_outputs: int, tf1_scaling: bool) -> tf.Tensor:
@@ -132,8 +130,7 @@ def image_value(api: str, name: Any, data: Any, max_outputs: int, tf1_scaling: b
     scaled as the API did: tf.compat.v1 per image (non-negative: the largest value becomes 255;
     else 0 becomes 128 and the largest magnitude 127 away; non-finite pixels red), tf.summary
     clipped to [0, 1] and scaled to [0, 255]."""
-    if isinstance(max_outputs, bool) or not isinstance(max_outputs, int) or max_outputs < 1:
-        raise ValueError(f"tf.{api}({name!r}, max_outputs=...) must be a positive int, got {max_outputs!r}")
+    max_outputs = check_int(f"tf.{api}", "max_outputs", max_outputs, minimum=1)
     t = tf.convert_to_tensor(data)
     rank, channels = t.shape.rank, (t.shape[-1] if t.shape.rank else None)
     if (rank is not None and rank != 4) or (channels is not None and channels not in (1, 3, 4)):
