@@ -9,12 +9,27 @@ from .common import (BatchData, CacheData, ConcatData, FixedSizeData, JoinData, 
                      MapDataComponent, PrintData, RepeatedData, RepeatedDataPoint, SelectComponent)
 from .errors import EmptyDataFlowError, FrameError, InputError, InputWorkerError
 from .protocol import dataflow_len_or_none, dataflow_size, numbered_passes, repeat_passes, reset_dataflow
-from .raw import DataFromGenerator, DataFromIterable, DataFromList, FakeData
+from .raw import DataFromGenerator, DataFromIterable, DataFromList, DataFromQueue, FakeData
+from .batch_by_shape import BatchDataByShape
+from .mixing import RandomChooseData, RandomMixData
+from .speed import TestDataSpeed
+from .threads import MultiThreadPrefetchData, MultiThreadRunner
+# stored formats and tensorpack's ZeroMQ remote dataflow (lmdb, h5py, pyzmq, TensorFlow imported when used)
+from .format import CaffeLMDB, HDF5Data, LMDBData, LMDBDataDecoder, SVMLightData
+from .serialize import HDF5Serializer, LMDBSerializer, NumpySerializer, TFRecordSerializer
+from .remote_zmq import RemoteDataZMQ, send_dataflow_zmq
 
 # worker processes (msgpack frames, see trainstack.dataflow.codec)
 from .parallel import (MultiProcessDataFlow, MultiProcessPrefetchData, MultiProcessRunner,
                        MultiProcessRunnerZMQ, PrefetchData, PrefetchDataZMQ)
 from .parallel_map import MultiProcessMapData, MultiProcessMapDataZMQ, MultiThreadMapData
+from .map_and_batch import MultiProcessMapAndBatchData, MultiProcessMapAndBatchDataZMQ
+
+# tensorpack's dataset readers (trainstack.dataflow.dataset) and image grids (viz); OpenCV on first use
+from . import dataset, viz
+# tensorpack's image augmentors and the dataflows that run them; OpenCV on first use
+from . import imgaug
+from .image import AugmentImageComponent, AugmentImageComponents, AugmentImageCoordinates, ImageFromFile
 
 __all__ = [
     "DataFlow", "ProxyDataFlow", "RNGDataFlow", "DataFlowReentrantGuard", "DataFlowTerminated",
@@ -28,4 +43,15 @@ __all__ = [
     "MultiProcessDataFlow", "MultiProcessRunner", "MultiProcessRunnerZMQ", "PrefetchData",
     "PrefetchDataZMQ", "MultiProcessPrefetchData",
     "MultiProcessMapData", "MultiProcessMapDataZMQ", "MultiThreadMapData",
+    "MultiProcessMapAndBatchData", "MultiProcessMapAndBatchDataZMQ",
+    # tensorpack 0.11's remaining dataflows
+    "DataFromQueue", "BatchDataByShape", "RandomChooseData", "RandomMixData", "TestDataSpeed",
+    "MultiThreadRunner", "MultiThreadPrefetchData",
+    "HDF5Data", "LMDBData", "LMDBDataDecoder", "CaffeLMDB", "SVMLightData",
+    "LMDBSerializer", "NumpySerializer", "TFRecordSerializer", "HDF5Serializer",
+    "RemoteDataZMQ", "send_dataflow_zmq",
+    # datasets, visualization
+    "dataset", "viz",
+    # image augmentors
+    "imgaug", "AugmentImageComponent", "AugmentImageComponents", "AugmentImageCoordinates", "ImageFromFile",
 ]

@@ -1,24 +1,22 @@
 """Starting, watching and stopping the worker processes of the multi-process dataflows.
 
-Start-up without the main script. With the ``spawn`` (and ``forkserver``)
-start method, multiprocessing makes each new process re-run the parent's main
-script (as ``__mp_main__``) so that objects defined there can be unpickled.
-A training script imports TensorFlow at its top, so every worker would import
-TensorFlow too: seconds per worker on a busy machine, half a gigabyte each.
-The workers need the script only when what they unpickle refers to
-``__main__``. :func:`pickle_payload` finds such references while pickling;
-when there are none, :func:`start_workers` starts the workers without the
-script (it drops the main-module entries from multiprocessing's spawn
-preparation data for those processes only), and a worker imports just
-``trainstack.dataflow`` (no TensorFlow) and the modules of the user's objects.
-When there are, the workers re-run the script as before, and an INFO message
-says why they are slow to start and how to avoid it.
+What the workers run goes to them by value. The dataflow, ``worker_factory``
+and ``map_func`` are pickled with cloudpickle (:func:`pickle_payload`), which
+sends lambdas, closures and whatever is defined in ``__main__`` (the training
+script, a notebook, ``python -c``) by value, and everything from an importable
+module by reference, as pickle does. So no worker ever needs the main script:
+:func:`start_workers` starts them without it (it drops the main-module entries
+from multiprocessing's spawn preparation data for those processes only).
+Otherwise, with the ``spawn`` start method, every worker would re-run the
+script as ``__mp_main__``, and a training script imports TensorFlow at its
+top: seconds per worker, half a gigabyte each. A worker imports just
+``trainstack.dataflow`` (no TensorFlow), cloudpickle, and the modules of the
+user's objects.
 """
 from __future__ import annotations
 
 import contextlib
 import dataclasses
-import io
 import logging
 import multiprocessing as mp
 import multiprocessing.spawn as mp_spawn
@@ -27,11 +25,12 @@ import secrets
 import signal
 import sys
 import threading
-import types
 import weakref
 from multiprocessing.connection import Connection
 from multiprocessing.process import BaseProcess
 from typing import Any, Callable, Iterator
+
+import cloudpickle
 
 from .base import fixed_rng_seed
 from .codec import decode_frame
@@ -52,34 +51,16 @@ class Worker:
     in_flight: int = 0  # tasks sent and not yet answered (map workers)
 
 
-class _MainFinder(pickle.Pickler):
-    """A pickler that notes the first object of ``__main__`` it pickles by reference."""
-
-    def __init__(self, file: io.BytesIO) -> None:
-        super().__init__(file, protocol=pickle.HIGHEST_PROTOCOL)
-        self.found: str | None = None
-
-    def reducer_override(self, obj: Any) -> Any:
-        if self.found is None:
-            if isinstance(obj, (type, types.FunctionType)):
-                if getattr(obj, "__module__", None) == "__main__":
-                    self.found = f"__main__.{getattr(obj, '__qualname__', obj)}"
-            elif getattr(type(obj), "__module__", None) == "__main__":
-                self.found = f"an instance of __main__.{type(obj).__qualname__}"
-        return NotImplemented
-
-
-def pickle_payload(obj: Any, what: str, who: str) -> tuple[bytes, str | None]:
-    """``obj`` pickled, and the first thing of ``__main__`` it refers to (None when nothing)."""
-    buffer = io.BytesIO()
-    pickler = _MainFinder(buffer)
+def pickle_payload(obj: Any, what: str, who: str) -> bytes:
+    """``obj`` pickled by cloudpickle for the workers: lambdas, closures and definitions of
+    ``__main__`` by value, objects of importable modules by reference."""
     try:
-        pickler.dump(obj)
+        return cloudpickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL)
     except Exception as e:  # noqa: BLE001 - pickle raises several kinds
         raise InputError(
-            f"{who}: {what} must be picklable to start worker processes (define them at module "
-            f"level, not as lambdas or local classes); pickling failed with {type(e).__name__}: {e}") from e
-    return buffer.getvalue(), pickler.found
+            f"{who}: {what} must be picklable to start worker processes (lambdas, closures and "
+            "classes of the script are; locks, open files, sockets, generators and objects holding "
+            f"them are not); pickling failed with {type(e).__name__}: {e}") from e
 
 
 def _install_preparation_hook() -> None:
@@ -115,38 +96,14 @@ def _without_main(enabled: bool) -> Iterator[None]:
         _spawning.without_main = False
 
 
-def _main_script() -> str | None:
-    main = sys.modules.get("__main__")
-    spec_name = getattr(getattr(main, "__spec__", None), "name", None)
-    if spec_name is not None:
-        return f"module {spec_name}"
-    path = getattr(main, "__file__", None)
-    return f"script {path}" if path else None
-
-
 def start_workers(who: str, start_method: str, target: Callable[..., None], worker_kwargs: list[dict],
-                  main_ref: str | None, *, duplex: bool = False) -> list[Worker]:
-    """Start one process per ``worker_kwargs`` running ``target(conn=..., **kwargs)``.
-
-    ``main_ref`` (from :func:`pickle_payload`): what the workers must find in ``__main__``;
-    when None they start without re-running the main script.
-    """
-    if main_ref is not None and start_method != "fork":
-        script = _main_script()
-        if script is None:
-            raise InputError(
-                f"{who}: the worker processes would need {main_ref}, which is defined in an "
-                "interactive session or a `python -c` command and cannot be imported by another "
-                "process; define it in a module (a .py file on sys.path)")
-        logger.info(
-            "%s: the dataflow refers to %s, so each worker process re-runs the main %s (and "
-            "imports all it imports, TensorFlow included) before it starts: seconds per worker. "
-            "Define the dataflow and map_func in a module that the script imports, and the workers "
-            "start in a fraction of a second.", who, main_ref, script)
+                  *, duplex: bool = False) -> list[Worker]:
+    """Start one process per ``worker_kwargs`` running ``target(conn=..., **kwargs)``, without
+    re-running the main script (what they run comes by value, see :func:`pickle_payload`)."""
     ctx = mp.get_context(start_method)
     workers: list[Worker] = []
     try:
-        with _without_main(main_ref is None):
+        with _without_main(True):
             for i, kwargs in enumerate(worker_kwargs):
                 if duplex:
                     mine, theirs = ctx.Pipe(duplex=True)
@@ -219,7 +176,7 @@ def receive(who: str, w: Worker, count: int, closing: bool, during: str = "") ->
         data = w.conn.recv_bytes()
     except EOFError:
         raise worker_failure(who, w, count, closing, during) from None
-    frame = decode_frame(data, peer=f"{who} worker {w.index}")
+    frame = decode_frame(data, peer=f"{who} worker {w.index}", trusted=True)
     if frame["kind"] == "error":
         raise InputWorkerError(f"{who}: {frame['message']}")
     return frame
@@ -232,7 +189,7 @@ def worker_failure(who: str, w: Worker, count: int, closing: bool, during: str =
     w.process.join(1.0)
     try:
         while w.conn.poll(0):
-            frame = decode_frame(w.conn.recv_bytes(), peer=f"{who} worker {w.index}")
+            frame = decode_frame(w.conn.recv_bytes(), peer=f"{who} worker {w.index}", trusted=True)
             if frame["kind"] == "error":
                 return InputWorkerError(f"{who}: {frame['message']}")
     except (EOFError, OSError, FrameError):
@@ -288,11 +245,9 @@ class WorkerProcesses:
         """The worker processes of the latest start (alive, or :class:`ExitedProcess` once stopped)."""
         return tuple(w.process for w in self._workers)
 
-    def _start(self, target: Callable[..., None], worker_kwargs: list[dict], main_ref: str | None,
-               duplex: bool = False) -> None:
+    def _start(self, target: Callable[..., None], worker_kwargs: list[dict], duplex: bool = False) -> None:
         self.close()
-        workers = start_workers(self.name, self.start_method, target, worker_kwargs, main_ref,
-                                duplex=duplex)
+        workers = start_workers(self.name, self.start_method, target, worker_kwargs, duplex=duplex)
         self._workers = workers
         self._running, self._closing, self._failed = True, False, None
         self._finalizer = weakref.finalize(self, stop_workers, workers)

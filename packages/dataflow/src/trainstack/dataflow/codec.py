@@ -6,7 +6,12 @@ build numbers, strings, bytes, lists, dicts and NumPy arrays, and nothing
 else, so a hostile or broken peer cannot run code in the trainer. NumPy
 arrays (and NumPy scalars) travel as msgpack extension types holding their
 dtype, shape and raw bytes; object arrays, which would need pickle, are
-refused.
+refused. Integers beyond msgpack's 64 bits travel as another extension type
+(their two's-complement bytes). Dict keys may be str or bytes, and, between
+trainstack's own processes (``trusted=True``), also ints, floats, bools and
+None; a remote peer may send only str and bytes keys (Python's int hashes are
+easy to make collide). What cannot be sent raises :class:`UnsendableError`
+naming its path inside the datapoint (``datapoint[1]['boxes']``).
 
 A frame is a msgpack map with a ``kind``:
 
@@ -28,12 +33,36 @@ from typing import Any
 import msgpack
 import numpy as np
 
-from .errors import FrameError
+from .errors import FrameError, UnsendableError
+
+# msgpack's own Packer and unpackb, bound here rather than looked up as msgpack.packb and
+# msgpack.unpackb at each call: msgpack_numpy.patch(), which tensorpack runs when it is
+# imported, replaces those module attributes with versions that encode arrays their own way
+# (a worker would get a dict instead of an array) and unpickle object arrays from a peer.
+if msgpack.Packer.__module__.startswith("msgpack."):
+    _Packer, _unpackb = msgpack.Packer, msgpack.unpackb
+else:  # already patched when this module is imported
+    try:
+        from msgpack._cmsgpack import Packer as _Packer, unpackb as _unpackb
+    except ImportError:
+        from msgpack.fallback import Packer as _Packer, unpackb as _unpackb  # type: ignore[assignment]
+
+
+def packb(obj: Any, **kwargs: Any) -> bytes:
+    """``msgpack.packb`` as msgpack defines it, whatever patched the ``msgpack`` module."""
+    return _Packer(**kwargs).pack(obj)
+
+
+def unpackb(data: Any, **kwargs: Any) -> Any:
+    """``msgpack.unpackb`` as msgpack defines it, whatever patched the ``msgpack`` module."""
+    return _unpackb(data, **kwargs)
 
 __all__ = ["dumps", "loads", "encode_frame", "decode_frame", "FRAME_FIELDS"]
 
 _EXT_NDARRAY = 1
 _EXT_NUMPY_SCALAR = 2
+_EXT_BIG_INT = 3
+_INT_RANGE = range(-(2**63), 2**64)  # what msgpack encodes as a plain int
 # bool, ints, floats, complex, bytes, str, timedelta, datetime: plain bytes with no references
 _SENDABLE_KINDS = "biufcSUmM"
 
@@ -57,7 +86,7 @@ def _check_sendable(dtype: np.dtype, what: str) -> None:
 
 
 def _encode_array(arr: np.ndarray) -> bytes:
-    return msgpack.packb([arr.dtype.str, list(arr.shape), np.ascontiguousarray(arr).tobytes()],
+    return packb([arr.dtype.str, list(arr.shape), np.ascontiguousarray(arr).tobytes()],
                          use_bin_type=True)
 
 
@@ -70,20 +99,54 @@ def _default(obj: Any) -> Any:
     if isinstance(obj, np.generic):
         _check_sendable(obj.dtype, "a NumPy scalar")
         return msgpack.ExtType(_EXT_NUMPY_SCALAR, _encode_array(np.asarray(obj)))
+    if isinstance(obj, int) and not isinstance(obj, bool) and int(obj) not in _INT_RANGE:
+        value = int(obj)
+        return msgpack.ExtType(_EXT_BIG_INT, value.to_bytes(value.bit_length() // 8 + 1, "little", signed=True))
     for base in (list, tuple, dict, str, bytes, int, float):  # tuples, named tuples, int enums, ...
         if isinstance(obj, base):
             return (list if base is tuple else base)(obj)
     raise TypeError(
         f"cannot send a {type(obj).__module__}.{type(obj).__qualname__} through msgpack: a datapoint "
-        "may hold numbers, str, bytes, lists, tuples, dicts with str keys, NumPy arrays and scalars")
+        "may hold numbers, str, bytes, None, lists, tuples, dicts, NumPy arrays and scalars")
 
 
 def dumps(obj: Any) -> bytes:
-    """Encode ``obj`` (numbers, str, bytes, lists, tuples, str-keyed dicts, NumPy arrays) as msgpack.
+    """Encode ``obj`` (numbers, str, bytes, None, lists, tuples, dicts, NumPy arrays) as msgpack.
 
-    Tuples come back as lists. Raises ``TypeError`` naming what cannot be sent.
+    Tuples come back as lists. What cannot be sent raises :class:`UnsendableError` (a
+    ``TypeError``) naming its path inside ``obj`` and why.
     """
-    return msgpack.packb(obj, default=_default, use_bin_type=True, strict_types=True)
+    try:
+        return _pack(obj)
+    except (TypeError, ValueError, OverflowError) as e:
+        path, reason = _find_unsendable(obj, "datapoint") or ("datapoint", str(e))
+        raise UnsendableError(f"cannot send {path}: {reason}") from None
+
+
+def _pack(obj: Any) -> bytes:
+    return packb(obj, default=_default, use_bin_type=True, strict_types=True)
+
+
+def _find_unsendable(obj: Any, path: str) -> tuple[str, str] | None:
+    """The path of the first part of ``obj`` that :func:`dumps` refuses, and why; None when
+    there is none. Only called once encoding failed, so that sending pays nothing for it."""
+    if isinstance(obj, (list, tuple)):
+        for k, item in enumerate(obj):
+            found = _find_unsendable(item, f"{path}[{k}]")
+            if found is not None:
+                return found
+        return None
+    if isinstance(obj, dict):
+        for key, item in obj.items():
+            found = _find_unsendable(key, f"a key of {path}") or _find_unsendable(item, f"{path}[{key!r}]")
+            if found is not None:
+                return found
+        return None
+    try:
+        _pack(obj)
+    except (TypeError, ValueError, OverflowError) as e:
+        return path, str(e)
+    return None
 
 
 class _BadExt(ValueError):
@@ -101,7 +164,7 @@ def _decode_array(payload: bytes) -> np.ndarray:
     # unpackb bounds every length a header claims by len(payload), so this allocates at most in
     # proportion to the payload, whatever the peer claims
     try:
-        header = msgpack.unpackb(payload, raw=False)
+        header = unpackb(payload, raw=False)
     except Exception as e:  # noqa: BLE001 - msgpack raises many kinds; all mean "malformed"
         raise _BadExt(f"an array's header is not msgpack ({_describe(e)})") from None
     if (not isinstance(header, list) or len(header) != 3 or not isinstance(header[0], str)
@@ -133,6 +196,8 @@ def _decode_array(payload: bytes) -> np.ndarray:
 
 
 def _ext_hook(code: int, payload: bytes) -> Any:
+    if code == _EXT_BIG_INT:
+        return int.from_bytes(payload, "little", signed=True)
     if code == _EXT_NDARRAY:
         return _decode_array(payload)
     if code == _EXT_NUMPY_SCALAR:
@@ -140,8 +205,8 @@ def _ext_hook(code: int, payload: bytes) -> Any:
         if arr.shape != ():
             raise _BadExt(f"a NumPy scalar must have shape (), got {arr.shape}")
         return arr[()]
-    raise _BadExt(f"unknown msgpack extension type {code}, expected {_EXT_NDARRAY} (array) or "
-                  f"{_EXT_NUMPY_SCALAR} (NumPy scalar)")
+    raise _BadExt(f"unknown msgpack extension type {code}, expected {_EXT_NDARRAY} (array), "
+                  f"{_EXT_NUMPY_SCALAR} (NumPy scalar) or {_EXT_BIG_INT} (int beyond 64 bits)")
 
 
 def _describe(e: Exception) -> str:
@@ -150,6 +215,12 @@ def _describe(e: Exception) -> str:
         return str(e)
     if isinstance(e, msgpack.ExtraData):
         return "trailing bytes after the msgpack object"
+    if isinstance(e, TypeError) and "unhashable" in str(e):
+        return (f"a dict key that is a list or tuple ({e}; tuples are sent as lists): dict keys "
+                "must be str, bytes, numbers, bools or None")
+    if isinstance(e, ValueError) and "not allowed for map key" in str(e):
+        return (f"{e}: only str and bytes dict keys are accepted from this peer (ints, floats, bools "
+                "and None only between trainstack's own processes)")
     if isinstance(e, msgpack.exceptions.StackError):
         return "containers nested deeper than msgpack's limit"
     return f"{type(e).__name__}: {e}"
@@ -170,18 +241,20 @@ def _has_timestamp(obj: Any) -> bool:
     return False
 
 
-def loads(data: bytes, *, peer: str = "the peer") -> Any:
+def loads(data: bytes, *, peer: str = "the peer", trusted: bool = False) -> Any:
     """Decode msgpack ``data`` made by :func:`dumps`.
 
     Anything else (truncated, trailing bytes, an unknown extension, an array
     whose bytes disagree with its shape, pickle) raises :class:`FrameError`
     naming ``peer`` and what was wrong. Nothing the peer claims (a length, a
     shape) is allocated before it is checked against the bytes of ``data``.
+    ``trusted`` (a worker process of this trainer, or its trainer) also accepts dict keys
+    that are not str or bytes.
     """
     try:
         # unpackb's default limits (max_bin_len, max_array_len, ...) are len(data): a header
         # claiming more items or bytes than the frame holds is refused before any allocation
-        obj = msgpack.unpackb(data, raw=False, ext_hook=_ext_hook)
+        obj = unpackb(data, raw=False, ext_hook=_ext_hook, strict_map_key=not trusted)
     except Exception as e:  # noqa: BLE001 - msgpack raises many kinds; all mean "malformed"
         raise FrameError(f"malformed frame of {len(data)} bytes from {peer}: {_describe(e)}; "
                          "expected one msgpack object as codec.dumps writes it") from None
@@ -195,12 +268,20 @@ def loads(data: bytes, *, peer: str = "the peer") -> Any:
 def encode_frame(kind: str, **fields: Any) -> bytes:
     """A frame of ``kind`` with ``fields`` (see the module docstring), as msgpack bytes."""
     _check_frame(kind, fields, "the frame to send")
-    return dumps({"kind": kind, **fields})
+    try:
+        return _pack({"kind": kind, **fields})
+    except (TypeError, ValueError, OverflowError) as e:
+        for name, value in fields.items():
+            found = _find_unsendable(value, name)
+            if found is not None:
+                raise UnsendableError(f"cannot send {found[0]}: {found[1]}") from None
+        raise UnsendableError(f"cannot send a {kind!r} frame: {e}") from None
 
 
-def decode_frame(data: bytes, *, peer: str = "the peer") -> dict[str, Any]:
-    """Decode and check one frame from ``peer``; a malformed one raises :class:`FrameError`."""
-    frame = loads(data, peer=peer)
+def decode_frame(data: bytes, *, peer: str = "the peer", trusted: bool = False) -> dict[str, Any]:
+    """Decode and check one frame from ``peer``; a malformed one raises :class:`FrameError`.
+    ``trusted``: as for :func:`loads`."""
+    frame = loads(data, peer=peer, trusted=trusted)
     if not isinstance(frame, dict) or "kind" not in frame:
         raise FrameError(f"malformed frame from {peer}: expected a map with a 'kind', got "
                          f"{type(frame).__name__} {reprlib.repr(frame)}")

@@ -6,7 +6,7 @@ dataflow's error wherever it is raised.
 """
 from __future__ import annotations
 
-__all__ = ["InputError", "EmptyDataFlowError", "InputWorkerError", "FrameError"]
+__all__ = ["InputError", "EmptyDataFlowError", "InputWorkerError", "FrameError", "UnsendableError"]
 
 
 class InputError(RuntimeError):
@@ -28,3 +28,9 @@ class InputWorkerError(InputError):
 
 class FrameError(InputError):
     """A msgpack frame was malformed, of an unknown kind, or larger than allowed."""
+
+
+class UnsendableError(InputError, TypeError):
+    """A datapoint holds something msgpack cannot carry between processes (a set, an object
+    array, an arbitrary object); the message names its path inside the datapoint. Also a
+    ``TypeError``, what encoding raised before."""

@@ -12,12 +12,11 @@ preprocessing uses more than one core.
 
 Workers send datapoints to the trainer as msgpack frames (:mod:`.codec`)
 through pipes; nothing is unpickled from them. Pickle is used once, to start
-the workers: the dataflow (or ``worker_factory``) and ``map_func`` must be
-picklable (defined at module level, not lambdas or local classes), and their
-modules importable in a fresh process. Workers start without re-running the
-main script unless the dataflow refers to something defined in it (see
-:mod:`._workers`), so a training script that imports TensorFlow does not make
-its workers import it.
+the workers: the dataflow (or ``worker_factory``) and ``map_func`` go by
+cloudpickle, so lambdas, closures and classes of the training script work
+(sent by value), and objects of modules are imported by the workers. Workers
+never re-run the main script (see :mod:`._workers`), so a training script that
+imports TensorFlow does not make its workers import it.
 """
 from __future__ import annotations
 
@@ -106,13 +105,13 @@ class MultiProcessDataFlow(WorkerProcesses):
     def reset_state(self) -> None:
         """(Re)start the workers; the next iteration is their first pass."""
         self.close()
-        payload, main_ref = pickle_payload((self.dataflow, self.worker_factory, self.map_func),
+        payload = pickle_payload((self.dataflow, self.worker_factory, self.map_func),
                                            "the dataflow, worker_factory and map_func", self.name)
         sharded = self.worker_factory is None
         seeds = worker_seeds(self.num_workers, shared=sharded)
         kwargs = [{"payload": payload, "index": i, "count": self.num_workers, "sharded": sharded,
                    "seed": seeds[i]} for i in range(self.num_workers)]
-        self._start(run_worker, kwargs, main_ref)
+        self._start(run_worker, kwargs)
         self._next_pass = 0
 
     def __iter__(self) -> Iterator[Any]:
@@ -160,8 +159,8 @@ class MultiProcessRunner(WorkerProcesses, ProxyDataFlow):
     are assumed i.i.d., as in tensorpack. For each datapoint exactly once per pass, use
     :class:`MultiProcessDataFlow` (workers keep shards) or :class:`MultiProcessMapData`.
 
-    Differences from tensorpack: ``ds`` is pickled to the workers (spawned, not forked: it
-    and what it refers to must be defined at module level); ``num_prefetch`` is checked but
+    Differences from tensorpack: ``ds`` is sent to the workers by cloudpickle (spawned, not
+    forked: lambdas and script-defined classes work, locks and open files do not); ``num_prefetch`` is checked but
     the buffering is the pipes' (each worker runs ahead until its pipe is full, 64 KiB on
     Linux); ``reset_state`` may be called again, and restarts the workers. With a seed from
     :func:`fix_rng_seed`, worker ``i`` uses seed ``seed + 1 + i``.
@@ -179,11 +178,11 @@ class MultiProcessRunner(WorkerProcesses, ProxyDataFlow):
 
     def reset_state(self) -> None:
         """(Re)start the workers; ``ds.reset_state()`` runs in each of them, not here."""
-        payload, main_ref = pickle_payload((self.ds, None, None), "the dataflow", self.name)
+        payload = pickle_payload((self.ds, None, None), "the dataflow", self.name)
         seeds = worker_seeds(self.num_proc, shared=False)
         kwargs = [{"payload": payload, "index": i, "count": self.num_proc, "sharded": False,
                    "seed": seeds[i], "forbid_empty_pass": True} for i in range(self.num_proc)]
-        self._start(run_worker, kwargs, main_ref)
+        self._start(run_worker, kwargs)
 
     def __iter__(self) -> Iterator[Any]:
         self._ensure_started()

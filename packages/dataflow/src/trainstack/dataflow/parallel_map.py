@@ -57,7 +57,7 @@ class MultiProcessMapData(WorkerProcesses, ProxyDataFlow):
     """``map_func`` applied to the datapoints of ``ds`` by ``num_proc`` worker processes
     (default: one per CPU core), with up to ``buffer_size`` datapoints in flight.
 
-    ``map_func`` must be picklable (a module-level function or a picklable object); the
+    ``map_func`` goes to the workers by cloudpickle (a lambda or closure works too); the
     datapoints and results travel as msgpack (lists, dicts, numbers, str, bytes, NumPy
     arrays). ``ds`` runs in this process. Workers start on ``reset_state`` (which also resets
     ``ds`` here) and stop on :meth:`close`, at collection or at exit; a worker's exception is
@@ -79,12 +79,12 @@ class MultiProcessMapData(WorkerProcesses, ProxyDataFlow):
 
     def reset_state(self) -> None:
         """Reset ``ds`` in this process and (re)start the workers."""
-        payload, main_ref = pickle_payload(self.map_func, "map_func", self.name)
+        payload = pickle_payload(self.map_func, "map_func", self.name)
         reset_dataflow(self.ds)
         seeds = worker_seeds(self.num_proc, shared=False)
         kwargs = [{"payload": payload, "index": i, "count": self.num_proc, "seed": seeds[i]}
                   for i in range(self.num_proc)]
-        self._start(run_map_worker, kwargs, main_ref, duplex=True)
+        self._start(run_map_worker, kwargs, duplex=True)
         self._source = None
 
     def __iter__(self) -> Iterator[Any]:
@@ -165,7 +165,9 @@ class MultiThreadMapData(ProxyDataFlow):
         _set_map_options(self, map_func, buffer_size, strict)
         self.num_thread = _workers(self, num_thread, "num_thread")
         self._pool: concurrent.futures.ThreadPoolExecutor | None = None
-        self._pending: set[concurrent.futures.Future] = set()
+        # in submission order (a dict as an ordered set): what is done is yielded in that order, so
+        # that one thread gives the dataflow's own order, as tensorpack's does
+        self._pending: dict[concurrent.futures.Future, None] = {}
         self._source: Iterator[Any] | None = None
 
     def reset_state(self) -> None:
@@ -180,14 +182,14 @@ class MultiThreadMapData(ProxyDataFlow):
             for future in self._pending:
                 future.cancel()
             self._pool.shutdown(wait=True)
-            self._pool, self._pending = None, set()
+            self._pool, self._pending = None, {}
 
     def __iter__(self) -> Iterator[Any]:
         if self._pool is None:
             self.reset_state()
         if self.strict:
             concurrent.futures.wait(self._pending)
-            self._pending = set()
+            self._pending = {}
             source = iter(self.ds)
         else:
             if self._source is None:
@@ -201,12 +203,12 @@ class MultiThreadMapData(ProxyDataFlow):
                 except StopIteration:
                     exhausted = True
                     break
-                self._pending.add(self._pool.submit(self.map_func, copy(datapoint)))
+                self._pending[self._pool.submit(self.map_func, copy(datapoint))] = None
             if not self._pending:
                 return
             done, _ = concurrent.futures.wait(self._pending, return_when=concurrent.futures.FIRST_COMPLETED)
-            for future in done:
-                self._pending.discard(future)
+            for future in [f for f in self._pending if f in done]:
+                del self._pending[future]
                 result = future.result()
                 if result is not None:
                     yield result

@@ -10,7 +10,7 @@ from trainstack.loop.checks import check_int
 
 from .base import DataFlow, RNGDataFlow, SizeUnknownError
 
-__all__ = ["DataFromList", "DataFromGenerator", "DataFromIterable", "FakeData"]
+__all__ = ["DataFromList", "DataFromGenerator", "DataFromIterable", "FakeData", "DataFromQueue"]
 
 
 class DataFromList(RNGDataFlow):
@@ -109,3 +109,18 @@ class FakeData(RNGDataFlow):
             fixed = self._draw()
             for _ in range(self._size):
                 yield copy.copy(fixed)
+
+
+class DataFromQueue(DataFlow):
+    """The items of ``queue`` (anything with a blocking ``get()``: ``queue.Queue``,
+    ``multiprocessing.Queue``), each a datapoint, as they are put; a pass never ends and has no
+    size, as in tensorpack."""
+
+    def __init__(self, queue: Any) -> None:
+        if not callable(getattr(queue, "get", None)):
+            raise TypeError(f"DataFromQueue needs a queue with a get() method, got {type(queue).__name__}")
+        self.queue = queue
+
+    def __iter__(self) -> Iterator[Any]:
+        while True:
+            yield self.queue.get()
