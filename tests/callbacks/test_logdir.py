@@ -62,10 +62,53 @@ def test_empty_or_hidden_only_dir_needs_no_action(tmp_path):
     assert set_logger_dir(str(d)) == str(d)
 
 
-def test_existing_dir_without_terminal_is_a_clear_error(old_run):
-    with pytest.raises(FileExistsError, match=r"run'.*not empty.*'k'/'keep'.*'q'/'quit'"):
-        set_logger_dir(old_run)
-    assert get_logger_dir() is None
+@pytest.mark.parametrize("stdin", [types.SimpleNamespace(isatty=lambda: False), None],
+                         ids=["not-a-tty", "no-stdin"])
+def test_existing_dir_without_terminal_is_backed_up_with_a_warning(old_run, tmp_path, stdin,
+                                                                   monkeypatch, caplog):
+    """No terminal to ask (CI, nohup, a batch job): tensorpack's prompt becomes the documented
+    default, 'backup': the old run is kept whole under <dir><timestamp>, the new one starts
+    in an empty <dir>, and a WARNING says so and how to choose another action."""
+    monkeypatch.setattr(sys, "stdin", stdin)
+    monkeypatch.setattr("builtins.input", lambda prompt: pytest.fail("asked without a terminal"))
+    with caplog.at_level(logging.WARNING, logger="trainstack.callbacks"):
+        assert set_logger_dir(old_run) == old_run == get_logger_dir()
+    assert os.listdir(old_run) == ["log.log"]
+    backups = [p for p in os.listdir(tmp_path) if p.startswith("run") and p != "run"]
+    assert len(backups) == 1
+    backup = tmp_path / backups[0]
+    assert os.listdir(backup) == ["checkpoint"] and (backup / "checkpoint").read_text() == "old"
+    warnings = [r for r in caplog.records if r.levelno == logging.WARNING]
+    assert len(warnings) == 1
+    message = warnings[0].getMessage()
+    for part in (old_run, str(backup), "no terminal", "'backup'", "action=", "'k'/'keep'",
+                 "'q'/'quit'"):
+        assert part in message, part
+    assert message in read_log(old_run)  # also recorded in the new run's log file
+
+
+def test_auto_set_dir_without_terminal_backs_up_the_previous_run(tmp_path, monkeypatch):
+    """The README's script, run twice from a batch job: the second run starts fresh in
+    train_log/<script>, the first run's files are kept beside it."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setitem(sys.modules, "__main__", types.SimpleNamespace(__file__="/x/gan.py"))
+    monkeypatch.setattr(sys, "stdin", types.SimpleNamespace(isatty=lambda: False))
+    first = auto_set_dir()
+    (tmp_path / first / "model-100.index").write_text("first run")
+    assert auto_set_dir() == first
+    assert os.listdir(tmp_path / first) == ["log.log"]
+    backups = [p for p in os.listdir(tmp_path / "train_log") if p != "gan"]
+    assert len(backups) == 1 and backups[0].startswith("gan")
+    kept = tmp_path / "train_log" / backups[0]
+    assert sorted(os.listdir(kept)) == ["log.log", "model-100.index"]
+    assert (kept / "model-100.index").read_text() == "first run"
+
+
+def test_explicit_quit_without_terminal_still_refuses(old_run, monkeypatch):
+    monkeypatch.setattr(sys, "stdin", types.SimpleNamespace(isatty=lambda: False))
+    with pytest.raises(FileExistsError, match="quit"):
+        set_logger_dir(old_run, action="q")
+    assert os.listdir(old_run) == ["checkpoint"] and get_logger_dir() is None
 
 
 def test_existing_dir_on_a_terminal_asks_until_valid(old_run, monkeypatch):

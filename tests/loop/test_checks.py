@@ -8,7 +8,7 @@ import re
 import pytest
 
 import trainstack.loop
-from trainstack.loop.checks import ArgumentError, check_int, check_number, is_int
+from trainstack.loop.checks import ArgumentError, check_int, check_number, check_pair, is_int
 
 
 class IntLike:
@@ -144,3 +144,15 @@ def test_check_number_none_ok():
     assert check_number("Owner", "arg", None, greater_than=0, none_ok=True) is None
     with pytest.raises(ArgumentError, match=re.escape("must be a positive number or None, got -1")):
         check_number("Owner", "arg", -1, greater_than=0, none_ok=True)
+
+
+@pytest.mark.parametrize("value, expected", [(3, [3, 3]), ((2, 5), [2, 5]), ([4, 1], [4, 1])])
+def test_check_pair_gives_tensorpacks_shape2d(value, expected):
+    assert check_pair("Conv2D", "kernel_size", value, minimum=1) == expected
+
+
+@pytest.mark.parametrize("value", [2.0, True, (2, 2.5), (1, 2, 3), (0, 3), "3", None])
+def test_check_pair_refuses_what_is_not_one_or_two_integers(value):
+    with pytest.raises(ArgumentError, match=re.escape(
+            f"Conv2D(kernel_size=...) must be a positive integer or a pair of them, got {value!r}")):
+        check_pair("Conv2D", "kernel_size", value, minimum=1)

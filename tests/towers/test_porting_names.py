@@ -183,8 +183,16 @@ def test_simple_dataset_predictor_predicts_each_datapoint(make_df):
 def test_data_parallel_builder_names_its_replacement():
     with pytest.raises(NotImplementedError, match="SyncMultiGPUTrainerReplicated"):
         DataParallelBuilder(["/gpu:0"])
-    with pytest.raises(NotImplementedError, match="TracedStep"):
-        DataParallelBuilder.build_on_towers([0, 1], lambda: None)
+    # call_for_each_tower (build_on_towers, its older name) builds tensorpack's towers; a multi-GPU
+    # GAN trainer built with it: tests/towers/test_tf1_gan_multitower.py
+    from trainstack.towers import get_current_tower_context
+
+    def tower():
+        ctx = get_current_tower_context()
+        return ctx.name, ctx.index, ctx.is_training
+
+    assert DataParallelBuilder.build_on_towers([0, 1], tower, devices=["/cpu:0", "/cpu:0"]) == [
+        ("tower0", 0, True), ("tower1", 1, True)]
 
 
 def test_training_inside_a_tf1_graph_block_works_as_written(make_df):

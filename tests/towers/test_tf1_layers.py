@@ -211,8 +211,11 @@ def test_batch_norm_options_are_tensorpacks():
     # SyncBN with one tower: the batch's own statistics, E[x^2] - E[x]^2 (the 2-tower case: test_tf1_layers_training)
     synced = Tower(lambda x: BatchNorm("bn", x, sync_statistics="NCCL"), [None, 2, 2, 3]).run(x)
     np.testing.assert_allclose(synced, bn_np(x, mean, var, 1, 0), rtol=1e-4, atol=1e-4)
-    with pytest.raises(ValueError, match="sync_statistics='horovod' is not provided"):
+    # 'horovod' outside HorovodTrainer (the 2-process case: tests/distributed/test_horovod_sync_bn.py)
+    with pytest.raises(ValueError, match="sync_statistics='horovod' needs HorovodTrainer"):
         Tower(lambda x: BatchNorm("bn", x, sync_statistics="horovod"), [None, 2]).run(np.ones((2, 2)))
+    with pytest.raises(ValueError, match="sync_statistics must be None, 'nccl'.*or 'horovod'.*got 'mpi'"):
+        Tower(lambda x: BatchNorm("bn", x, sync_statistics="mpi"), [None, 2]).run(np.ones((2, 2)))
     with pytest.raises(ValueError, match="ema_update must be one of"):
         Tower(lambda x: BatchNorm("bn", x, ema_update="sometimes"), [None, 2]).run(np.ones((2, 2)))
 

@@ -13,8 +13,14 @@ When the directory already holds files, ``action`` says what to do
 - ``n`` / ``new``: use ``<dir><timestamp>`` instead;
 - ``q`` / ``quit``: refuse (FileExistsError).
 
-Without ``action`` the user is asked when stdin is a terminal; otherwise
-(CI, pytest, a batch job) it is an error, never a wait on input.
+Without ``action`` the user is asked when stdin is a terminal. Otherwise
+(CI, pytest, a batch job, ``nohup``) there is no one to ask and nothing waits
+on input: the default is ``backup``, the one choice that neither loses the
+old run nor mixes the new one into it. The old directory is renamed to
+``<dir><timestamp>`` (all its files kept), training starts in an empty
+``<dir>``, and a WARNING names both directories and how to choose another
+action (``set_logger_dir(dirname, action=...)`` / ``auto_set_dir(action=...)``;
+``'k'`` to resume in place).
 """
 from __future__ import annotations
 
@@ -35,7 +41,11 @@ LOG_FILE_NAME = "log.log"
 _ACTIONS = {"k": "keep", "b": "backup", "d": "delete", "n": "new", "q": "quit"}
 _ACCEPTED = ", ".join(f"{k!r}/{w!r}" for k, w in _ACTIONS.items())
 
+#: The action taken without one given when stdin is not a terminal (the module docstring).
+_DEFAULT_ACTION = "b"
+
 _log_dir: str | None = None
+_last_backup: str | None = None
 _file_handler: logging.FileHandler | None = None
 
 
@@ -48,16 +58,22 @@ def set_logger_dir(dirname: str, action: str | None = None) -> str:
     """Make ``dirname`` the logger directory and log to ``<dirname>/log.log``.
 
     ``action`` decides what happens when the directory exists and is not
-    empty (hidden files do not count); see the module docstring. Returns the
-    directory actually used (different from ``dirname`` with ``new``).
+    empty (hidden files do not count); see the module docstring. Without
+    ``action``, a user at a terminal is asked; without a terminal the old
+    directory is backed up (renamed ``<dirname><timestamp>``) and ``dirname``
+    starts empty, with a WARNING saying so. Returns the directory actually
+    used (different from ``dirname`` with ``new``).
     """
     global _log_dir
     action = _normalize_action(action)
     dirname = os.path.normpath(os.fspath(dirname))
     if os.path.exists(dirname) and not os.path.isdir(dirname):
         raise NotADirectoryError(f"logger directory {dirname!r} exists and is not a directory")
+    defaulted = False
     if _is_nonempty_dir(dirname):
-        if action is None:
+        if action is None and not _stdin_is_a_terminal():
+            action, defaulted = _DEFAULT_ACTION, True
+        elif action is None:
             action = _ask_action(dirname)
         if action == "q":
             raise FileExistsError(f"logger directory {dirname!r} exists and is not empty "
@@ -66,11 +82,19 @@ def set_logger_dir(dirname: str, action: str | None = None) -> str:
         action = None
     # close the old log file first, so that its directory can be moved or deleted
     unset_logger_dir()
+    old_dirname = dirname
     if action is not None:
         dirname = _apply_action(dirname, action)
     os.makedirs(dirname, exist_ok=True)
     _open_file_handler(os.path.join(dirname, LOG_FILE_NAME))
     _log_dir = dirname
+    if defaulted:
+        # after the log file is open, so that the new run's log.log records it too
+        logger.warning(
+            "Logger directory %s existed and was not empty, and there is no terminal to ask what "
+            "to do: backed it up to %s (action 'backup', the default without a terminal) and "
+            "started %s empty. To choose another action, pass action= to set_logger_dir() or "
+            "auto_set_dir(): %s.", old_dirname, _last_backup, dirname, _ACCEPTED)
     logger.info("Logger directory: %s (argv: %s)", dirname, " ".join(sys.argv))
     return dirname
 
@@ -86,6 +110,9 @@ def auto_set_dir(action: str | None = None, name: str | None = None) -> str:
     """Set the logger directory to ``train_log/<script name>[:<name>]``.
 
     The script is the running ``__main__`` module's file, without extension.
+    ``action`` is :func:`set_logger_dir`'s: without it, an existing non-empty
+    directory is asked about at a terminal and backed up (renamed
+    ``<dir><timestamp>``, with a WARNING) when stdin is not a terminal.
     """
     main_file = getattr(sys.modules.get("__main__"), "__file__", None)
     if not main_file:
@@ -112,10 +139,6 @@ def _is_nonempty_dir(dirname: str) -> bool:
 
 
 def _ask_action(dirname: str) -> str:
-    if sys.stdin is None or not sys.stdin.isatty():
-        raise FileExistsError(
-            f"logger directory {dirname!r} exists and is not empty, and there is no terminal to "
-            f"ask what to do; pass action= one of {_ACCEPTED}")
     logger.warning("Logger directory %s exists. Keep it when resuming a previous run.", dirname)
     while True:
         try:
@@ -130,11 +153,20 @@ def _ask_action(dirname: str) -> str:
             return action
 
 
+def _stdin_is_a_terminal() -> bool:
+    try:
+        return sys.stdin is not None and sys.stdin.isatty()
+    except (AttributeError, ValueError):  # replaced or closed stdin
+        return False
+
+
 def _apply_action(dirname: str, action: str) -> str:
     """Do ``action`` on the non-empty ``dirname``; return the directory to use."""
+    global _last_backup
     if action == "b":
         backup = _timestamped(dirname)
         shutil.move(dirname, backup)
+        _last_backup = backup
         logger.info("Logger directory %s moved to %s", dirname, backup)
     elif action == "d":
         shutil.rmtree(dirname)

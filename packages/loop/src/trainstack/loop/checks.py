@@ -30,7 +30,7 @@ from __future__ import annotations
 import numbers
 from typing import Any, Literal, overload
 
-__all__ = ["ArgumentError", "check_int", "check_number", "is_int"]
+__all__ = ["ArgumentError", "check_int", "check_number", "check_pair", "is_int"]
 
 
 class ArgumentError(ValueError, TypeError):
@@ -93,6 +93,19 @@ def _expected_number(minimum: float | None, greater_than: float | None) -> str:
     if minimum is not None:
         return "a non-negative number" if minimum == 0 else f"a number >= {minimum}"
     return "a number"
+
+
+def check_pair(owner: str, arg: str, value: Any, *, minimum: int | None = None) -> list[int]:
+    """``[a, a]`` for an integer ``a``, ``[a, b]`` for a pair of integers (tensorpack's
+    ``shape2d``: a kernel size, a stride, an image's ``(h, w)``), each at least ``minimum``.
+    The integers follow :func:`check_int`'s rule; the message reads
+    ``Owner(arg=...) must be <an integer> or a pair of them, got <value!r>``."""
+    if isinstance(value, (list, tuple)) and len(value) == 2 and all(is_int(v, minimum) for v in value):
+        return [int(value[0]), int(value[1])]
+    if is_int(value, minimum):
+        return [int(value), int(value)]
+    raise ArgumentError(f"{owner}({arg}=...) must be {_expected_int(minimum, None)} or a pair of them, "
+                        f"got {value!r}")
 
 
 @overload

@@ -21,6 +21,7 @@ from .session import (ChainInit, CheckpointInit, DictRestore, InitReport, JustCu
 from .predict import (BinaryClassificationStats, ClassificationError, DataParallelInferenceRunner,
                       DatasetPredictorBase, Inferencer, InferenceRunner, ModelExporter, OfflinePredictor,
                       OnlinePredictor, PredictConfig, ScalarStats, SimpleDatasetPredictor, export_saved_model)
+from .predict.samples_grid import GeneratorSamplesGrid  # a generator's samples in TensorBoard (issue 26)
 
 # -- trainers (H3), data-parallel trainers (issue 6)
 from .trainers import (AsyncMultiGPUTrainer, LeastLoadedDeviceSetter, MultiGPUTrainerBase, NoOpTrainer,
@@ -37,8 +38,9 @@ from .tf1 import (DataParallelBuilder, FeedfreeTrainerBase, GraphBuildError, Gra
                   SimpleFeedfreeTrainer, SingleCostFeedfreeTrainer, TF1CallError, add_param_summary,
                   get_global_step_var, get_num_gpu, l1_regularizer, l2_regularizer, legacy_get_predictor,
                   minimize, regularize_cost, tfv1)
+from .tf1 import auto_reuse_variable_scope, under_variable_scope
 # tensorpack.models' layer functions, argscope, varreplace (issue 24): TF1 variables in a tower
-from .tf1 import (AvgPooling, BatchNorm, BNReLU, ConcatWith, Conv2D, Conv2DTranspose, Deconv2D, Dropout,
+from .tf1 import (AvgPooling, BatchNorm, BatchRenorm, BNReLU, ConcatWith, Conv2D, Conv2DTranspose, Deconv2D, Dropout,
                   FixedUnPooling, FullyConnected, GlobalAvgPooling, InstanceNorm, LayerNorm, LinearWrap, Maxout,
                   MaxPooling, PReLU, VariableHolder, argscope, custom_getter_scope, disable_layer_logging,
                   enable_argscope_for_function, enable_argscope_for_module, freeze_variables, get_arg_scope,
@@ -67,6 +69,7 @@ __all__ = [
     # inference (H5)
     "Inferencer", "ScalarStats", "ClassificationError", "BinaryClassificationStats", "InferenceRunner",
     "PredictConfig", "OfflinePredictor", "ModelExporter", "export_saved_model",
+    "GeneratorSamplesGrid",
     # multi-GPU (issue 6)
     "MultiGPUTrainerBase", "SyncMultiGPUTrainerReplicated", "SyncMultiGPUTrainerParameterServer",
     "SyncMultiGPUTrainer", "AsyncMultiGPUTrainer", "LeastLoadedDeviceSetter", "DataParallelInferenceRunner",
@@ -74,9 +77,9 @@ __all__ = [
     # porting tensorpack scripts (issue 13)
     "regularize_cost", "l2_regularizer", "l1_regularizer", "add_param_summary", "get_global_step_var",
     "SimpleDatasetPredictor", "DatasetPredictorBase", "DataParallelBuilder", "check_eager_execution",
-    "TF1CallError", "tfv1", "get_num_gpu", "KerasPhaseCallback",
+    "TF1CallError", "tfv1", "get_num_gpu", "KerasPhaseCallback", "auto_reuse_variable_scope", "under_variable_scope",
     # tensorpack's layer functions (issue 24)
-    "Conv2D", "Conv2DTranspose", "Deconv2D", "FullyConnected", "BatchNorm", "LayerNorm", "InstanceNorm",
+    "Conv2D", "Conv2DTranspose", "Deconv2D", "FullyConnected", "BatchNorm", "BatchRenorm", "LayerNorm", "InstanceNorm",
     "MaxPooling", "AvgPooling", "GlobalAvgPooling", "FixedUnPooling", "Dropout", "BNReLU", "PReLU", "Maxout",
     "ConcatWith", "LinearWrap", "layer_register", "VariableHolder", "disable_layer_logging", "argscope",
     "get_arg_scope", "enable_argscope_for_function", "enable_argscope_for_module", "custom_getter_scope",

@@ -19,7 +19,9 @@ restored and, as warnings, what was missing on either side; the details stay in
   not model values and are left alone (see ``restore_loop_state`` to resume; ModelSaver
   restores ``monitor_state`` itself when a run resumes). A run resuming from its own
   checkpoint (``resume=True``) stops with a :class:`ResumeError` when the checkpoint lacks
-  a variable; loading a pretrained or foreign one warns with the list.
+  a variable; loading a pretrained or foreign one warns with the list. A name-based (TF1,
+  tensorpack) checkpoint, keyed by variable name (``conv0/W``, ``bn/mean/EMA``), is read by
+  name as tensorpack's ``SaverRestore`` did (see ``CheckpointInit._restore_by_name``).
 - :class:`DictRestore`: ``{variable name: array}``, by Keras 3 ``variable.path``
   (``"dense/kernel"``), ``tf.Variable.name`` (a ``":0"`` suffix is optional) or the
   variable's path under ``checkpoint_objects`` (``"w"`` for ``{"w": tf.Variable(...)}``).
@@ -80,11 +82,17 @@ class InitReport:
     #: a variable's object path under ``checkpoint_objects`` (its checkpoint key without the
     #: suffix, e.g. ``model/fc/_kernel``), by its name above, where the two differ
     paths: dict[str, str] = dataclasses.field(default_factory=dict)
+    #: training state outside the model (the optimizer's variables, its step counter) that a
+    #: name-based (TF1) checkpoint has no value for: it starts fresh, as under tensorpack (INFO)
+    fresh: list[str] = dataclasses.field(default_factory=list)
+    #: the source is keyed by variable name (a TF1 checkpoint): ``not_needed`` is logged name by name
+    by_name: bool = False
 
     def set_aside(self, keys: Sequence[str], by: str) -> None:
         """Move the unused values under the top-level checkpoint ``keys`` to ``not_needed``."""
-        self.not_needed_by = by
         aside = [k for k in self.unused if k.split("/", 1)[0] in keys]
+        if aside or not self.not_needed:
+            self.not_needed_by = by
         self.unused = [k for k in self.unused if k not in aside]
         self.not_needed.extend(aside)
 
@@ -101,10 +109,14 @@ class InitReport:
         if self.skipped:
             logger.info("Not restored from %s (ignored or mismatched): %s", self.source,
                         ", ".join(self.skipped))
+        if self.fresh:
+            logger.info("%s has no value for the training state %s; it starts fresh.", self.source,
+                        ", ".join(self.fresh))
         if self.not_needed:
             logger.info("%d values in %s are not needed by %s (%s) and were not used.", len(self.not_needed),
                         self.source, self.not_needed_by,
-                        ", ".join(sorted({k.split("/", 1)[0] for k in self.not_needed})))
+                        ", ".join(sorted(self.not_needed) if self.by_name
+                                  else sorted({k.split("/", 1)[0] for k in self.not_needed})))
 
 
 class SessionInit(abc.ABC):
@@ -201,17 +213,6 @@ def _resolve_checkpoint(path: str | os.PathLike) -> str:
     return path
 
 
-def _match_checkpoint(init: "CheckpointInit", objects: Mapping[str, Any]) -> CheckpointMatch:
-    """The pairing of ``init``'s checkpoint with ``objects`` (see checkpoint_layout)."""
-    try:
-        return match_checkpoint(init.path, objects)
-    except NameBasedCheckpointError as e:
-        raise ValueError(
-            f"{e}; CheckpointInit restores tf.train.Checkpoint files. Load its values with "
-            "DictRestore({name: tf.train.load_variable(path, name) ...}) keyed by the new "
-            "variables' names") from None
-
-
 class CheckpointInit(SessionInit):
     """Restore ``trainer.checkpoint_objects`` from a ``tf.train.Checkpoint``.
 
@@ -261,7 +262,10 @@ class CheckpointInit(SessionInit):
     def _run_init(self, trainer: Any) -> InitReport:
         objects = checkpoint_objects_of(trainer, repr(self))
         objects = {k: v for k, v in objects.items() if k not in SAVER_KEYS}
-        match = _match_checkpoint(self, objects)
+        try:
+            match = match_checkpoint(self.path, objects)
+        except NameBasedCheckpointError:
+            return self._restore_by_name(trainer)
         shapes = match.shapes
         reachable = walk(objects)
         names = {vid: _display_name(path, obj) for vid, (path, obj) in reachable.items()}
@@ -296,6 +300,51 @@ class CheckpointInit(SessionInit):
         match.restore(ignored | frozenset(mismatched))
         return report
 
+    def _restore_by_name(self, trainer: Any) -> InitReport:
+        """A name-based (TF1) checkpoint, as tensorpack's ``SaverRestore`` loaded it: each value
+        into the variable of its name (``conv0/W``: the TF1 name of a layer function's variable,
+        a ``tf.Variable`` name or a Keras path, as :class:`DictRestore` matches them). Variables
+        the checkpoint lacks keep their values and values no variable has are not used, both
+        warned with their names; tensorpack's optimizer slots and training-only values
+        (``conv0/W/Momentum``, ``EMA/...``, ``global_step``, ...) are reported at INFO level, and so
+        is the trainer's training state the checkpoint lacks (the Keras optimizer's variables: they
+        start fresh, as tensorpack's did when loading a model into a new optimizer). A shape
+        mismatch is a ValueError (tensorpack's Saver failed too), or with ``ignore_mismatch=True``
+        (``SaverRestoreRelaxed``) a warning, the variable keeping its value. ``ignore`` names values
+        not to load; ``resume=True`` is refused: a run resumes from its own object-based checkpoint."""
+        if self.resume:
+            raise ResumeError(f"cannot resume from {self.path}: it is a name-based (TF1) checkpoint, not one "
+                              "this run wrote; start from it with session_init=SmartInit(path) instead")
+        reader = tf.train.load_checkpoint(self.path)
+        names = sorted(reader.get_variable_to_shape_map())
+        values = {name: reader.get_tensor(name) for name in names if name not in self.ignore}
+        variables = _variables(checkpoint_objects_of(trainer, repr(self)))
+        # strict: nothing may change when the check fails, so the values are put back then
+        before = [(var, tf.identity(var).numpy()) for _, var in variables] if self.strict else []
+        try:
+            report = DictRestore(values, ignore_mismatch=self.ignore_mismatch)._run_init(trainer)
+        except ValueError as e:
+            raise ValueError(f"{self!r} (a name-based checkpoint): {e}") from None
+        report.source, report.by_name = f"checkpoint {self.path} (by name)", True
+        # the variables warned about by their TF1 names (conv0/W), as tensorpack did; Keras ones by their paths
+        tf1_names = {_display_name(path, var): (_display_name(path, var) if isinstance(var, keras.Variable)
+                                                else _strip_tensor_suffix(var.name)) for path, var in variables}
+        model = {_display_name(path, var) for path, var in variables if path.split("/", 1)[0] == "model"}
+        # (report.restored keeps the display names: predictors check them against their variables)
+        report.fresh = sorted(tf1_names.get(n, n) for n in report.missing if n not in model)
+        report.missing = sorted(tf1_names.get(n, n) for n in report.missing if n in model)
+        report.skipped = sorted([*(tf1_names.get(n, n) for n in report.skipped),
+                                 *(n for n in names if n in self.ignore)])
+        training_only = [n for n in report.unused if _is_training_name(n)]
+        report.unused = [n for n in report.unused if n not in training_only]
+        report.not_needed, report.not_needed_by = training_only, "the model (optimizer or training-only values)"
+        if self.strict and (report.missing or report.unused):
+            for var, value in before:
+                var.assign(value)
+            raise ValueError(f"{self!r} (strict): variables not in the checkpoint: {report.missing}; "
+                             f"checkpoint values with no variable: {report.unused}")
+        return report
+
     def _ignored_ids(self, objects: Mapping[str, Any], reachable: Mapping[int, tuple[str, Any]],
                      found: Mapping[int, tuple[str, Any]]) -> list[int]:
         """ids of the objects named in ``ignore``."""
@@ -311,6 +360,17 @@ class CheckpointInit(SessionInit):
                              f"checkpoint_objects ({sorted(objects)}), a Keras variable path or a "
                              "checkpoint key (as listed by tf.train.list_variables)")
         return [ids[name] for name in self.ignore]
+
+
+_TRAINING_SUFFIXES = ("/Adam", "/Adam_1", "/Momentum", "/Adadelta", "/Adadelta_1", "/RMSProp", "/RMSProp_1",
+                      "/Adagrad", "/AccumGrad")
+
+
+def _is_training_name(name: str) -> bool:
+    """tensorpack's guess (``varmanip.is_training_name``) that a checkpoint value only serves
+    training (an optimizer slot, a summary's moving average, the step counter...)."""
+    return (name.endswith(_TRAINING_SUFFIXES) or name.startswith(("EMA/", "AccumGrad", "apply_gradients"))
+            or "/EMA/" in name or name in ("global_step", "learning_rate", "beta1_power", "beta2_power"))
 
 
 def _resume_message(init: CheckpointInit, trainer: Any, match: CheckpointMatch) -> str:

@@ -15,6 +15,7 @@ modules and the tests that prove them):
 - step_counter.py ``get_global_step_var``
 - regularize.py ``regularize_cost``, ``l2_regularizer``, ``l1_regularizer``
 - aliases.py    ``tfv1``, ``get_num_gpu``, ``KerasPhaseCallback``, ``DataParallelBuilder``
+- variable_scopes.py ``auto_reuse_variable_scope``, ``under_variable_scope``
 - legacy/       the older trainer API (tensorpack's 003 documents)
 - layers/       tensorpack's layer functions (``Conv2D``, ``BatchNorm``, ``argscope``, ``LinearWrap``, ...)
 
@@ -26,9 +27,10 @@ from .summaries import add_param_summary
 from .regularize import l1_regularizer, l2_regularizer, regularize_cost
 from .step_counter import get_global_step_var
 from .aliases import DataParallelBuilder, KerasPhaseCallback, get_num_gpu, tfv1
+from .variable_scopes import auto_reuse_variable_scope, under_variable_scope
 from .legacy import FeedfreeTrainerBase, SimpleFeedfreeTrainer, SingleCostFeedfreeTrainer, legacy_get_predictor
 from .room import emulation, register
-from .layers import (AvgPooling, BatchNorm, BNReLU, ConcatWith, Conv2D, Conv2DTranspose, Deconv2D, Dropout,
+from .layers import (AvgPooling, BatchNorm, BatchRenorm, BNReLU, ConcatWith, Conv2D, Conv2DTranspose, Deconv2D, Dropout,
                      FixedUnPooling, FullyConnected, GlobalAvgPooling, InstanceNorm, LayerNorm, LinearWrap, Maxout,
                      MaxPooling, PReLU, VariableHolder, argscope, custom_getter_scope, disable_layer_logging,
                      enable_argscope_for_function, enable_argscope_for_module, freeze_variables, get_arg_scope,
@@ -38,9 +40,10 @@ __all__ = [
     "emulation", "register", "TF1CallError", "minimize", "GraphOp", "GraphBuildError",
     "add_param_summary", "regularize_cost", "l2_regularizer", "l1_regularizer", "get_global_step_var",
     "tfv1", "get_num_gpu", "KerasPhaseCallback", "DataParallelBuilder",
+    "auto_reuse_variable_scope", "under_variable_scope",
     "FeedfreeTrainerBase", "SingleCostFeedfreeTrainer", "SimpleFeedfreeTrainer", "legacy_get_predictor",
     # tensorpack.models' layer functions and tfutils' argscope / varreplace (layers/)
-    "Conv2D", "Conv2DTranspose", "Deconv2D", "FullyConnected", "BatchNorm", "LayerNorm", "InstanceNorm",
+    "Conv2D", "Conv2DTranspose", "Deconv2D", "FullyConnected", "BatchNorm", "BatchRenorm", "LayerNorm", "InstanceNorm",
     "MaxPooling", "AvgPooling", "GlobalAvgPooling", "FixedUnPooling", "Dropout", "BNReLU", "PReLU", "Maxout",
     "ConcatWith", "LinearWrap", "layer_register", "VariableHolder", "disable_layer_logging", "argscope",
     "get_arg_scope", "enable_argscope_for_function", "enable_argscope_for_module", "custom_getter_scope",

@@ -52,10 +52,25 @@ What happens:
 
 The trainer must know its input: ``self.register_callback(input.setup(...))``
 (or ``self.setup_input(signature, input)``) before the tower is built.
-Operations other than the towers and ``minimize`` (e.g. ``tf.add_n`` of the
-losses of several towers, as tensorpack's multi-GPU GAN trainer does) cannot be
-recorded; write such a trainer with :class:`~trainstack.towers.TracedStep`
-(see ``examples/gan_toy.py`` for both forms).
+
+Several towers (tensorpack's multi-GPU GAN trainer)::
+
+    cost_list = DataParallelBuilder.call_for_each_tower(
+        list(range(num_gpu)), lambda: self.tower_func(*input.get_input_tensors()), devices)
+    with tf.name_scope('optimize'):
+        d_loss = tf.add_n([x[0] for x in cost_list]) * (1.0 / num_gpu)
+        g_loss = tf.add_n([x[1] for x in cost_list]) * (1.0 / num_gpu)
+        g_min = opt.minimize(g_loss, var_list=model.g_vars, colocate_gradients_with_ops=True, name='g_op')
+        with tf.control_dependencies([g_min]):
+            d_min = opt.minimize(d_loss, var_list=model.d_vars, ..., name='d_op')
+
+Each tower is recorded with the device of the ``tf.device`` around its ``TowerContext``, and
+built there in the step, on its own batch of the input (a feedfree input set up for one
+tower serves them all, as tensorpack's did). ``tf.add_n`` of the towers' tensors and ``+ - * /``
+with numbers give a :class:`RecordedValue`, made again from the towers in each step (under
+the gradient tape), which ``minimize`` takes as its loss. Other operations on the towers'
+tensors outside a tower cannot be recorded; write such a trainer with
+:class:`~trainstack.towers.TracedStep` (see ``examples/gan_toy.py``).
 """
 from __future__ import annotations
 
@@ -65,6 +80,7 @@ import threading
 from typing import Any, Iterator, Sequence
 
 import tensorflow as tf
+from tensorflow.python.eager import context as _eager_context
 from tensorflow.python.framework import func_graph as _func_graph
 
 from trainstack.callbacks import SummaryCollection, summary_collection_scope
@@ -72,8 +88,9 @@ from trainstack.callbacks import SummaryCollection, summary_collection_scope
 from ..tower.gradproc import check_optimizer, unwrap_optimizer
 from ..tower.step import TracedStep
 from ..tower.tower import TowerContext, TowerFunc, variable_name
+from .switch import Patch
 
-__all__ = ["minimize", "GraphOp", "GraphBuildError"]
+__all__ = ["minimize", "GraphOp", "GraphBuildError", "RecordedValue", "PATCHES"]
 
 logger = logging.getLogger("trainstack.towers")
 
@@ -191,9 +208,11 @@ def built_tower_funcs() -> list[TowerFunc]:
 
 # -- recording -----------------------------------------------------------------------------------------
 class _TowerRecord:
-    def __init__(self, tower_func: TowerFunc, ctx: TowerContext, graph: Any, ops: list) -> None:
+    def __init__(self, tower_func: TowerFunc, ctx: TowerContext, graph: Any, ops: list, device: str) -> None:
         self.tower_func = tower_func
         self.name, self.is_training, self.index = ctx.name, ctx.is_training, ctx.index
+        #: the device the tower was built under (``tf.device`` around its TowerContext), "" for none
+        self.device = device
         self.graph = graph
         self.ops = ops
         self.position = {op: i for i, op in enumerate(ops)}
@@ -204,6 +223,9 @@ class _Recording:
 
     def __init__(self, recorder: GraphRecorder, ctx: TowerContext) -> None:
         self.recorder = recorder
+        # the device of the eager `with tf.device(...)` around the TowerContext (tensorpack's
+        # DataParallelBuilder.call_for_each_tower places each tower so): the step builds it there
+        self.device = _eager_context.context().device_name or ""
         self.graph = _func_graph.FuncGraph(f"{type(recorder.trainer).__name__}_graph_build")
         self._stack = contextlib.ExitStack()
         self._stack.enter_context(self.graph.as_default())
@@ -234,7 +256,7 @@ class _Recording:
         with summary_collection_scope(collection):
             outputs = tower_func.build(ctx, inputs)
         ops = [op for op in self.graph.get_operations()[before:] if op.type != "Placeholder"]
-        self.recorder.towers.append(_TowerRecord(tower_func, ctx, self.graph, ops))
+        self.recorder.towers.append(_TowerRecord(tower_func, ctx, self.graph, ops, self.device))
         return outputs
 
 
@@ -258,6 +280,14 @@ class GraphRecorder:
                 return k, record.position[tensor.op], tensor.value_index
         return None
 
+    def recorded(self, tensor: tf.Tensor) -> RecordedValue | None:
+        """A tensor a recorded tower built, as a :class:`RecordedValue`; None for any other."""
+        located = self.find(tensor)
+        if located is None:
+            return None
+        k, position, index = located
+        return RecordedValue(self, lambda built: built[k][position].outputs[index], tensor.name, (k,))
+
     def finish(self) -> None:
         """End of ``__init__``: check, build the optimizers, trace the steps the trainer holds."""
         if not self.towers:
@@ -269,12 +299,30 @@ class GraphRecorder:
                 "Register the input's callbacks before building the tower, e.g.\n" + SUPPORTED_FORM)
         if _tower_func_of(trainer) is None:
             trainer.tower_func = self.towers[0].tower_func
+        self._serve_towers(trainer.input)
         self._build_optimizers()
         held = [v for v in vars(trainer).values() if isinstance(v, GraphOp)]
         for op in held:
             op.step  # noqa: B018 - trace now: the graph is frozen after construction
         logger.info("%s: traced %d step(s) from the graph built in __init__: %s", type(trainer).__name__,
                     len(held), ", ".join(op.name for op in held))
+
+    def _serve_towers(self, source: Any) -> None:
+        """tensorpack's inputs served as many towers as read them, and its multi-GPU GAN trainer
+        sets its input up with ``input.setup(signature)``: a feedfree input (a queue, a dataset,
+        ``StagingInput`` of one) is set to serve the training towers recorded. An input fed
+        from Python makes one feed per tower when set up: it must be told."""
+        n = sum(r.is_training for r in self.towers)
+        if n <= source.num_towers:
+            return
+        if source.feed_signature():
+            raise GraphBuildError(
+                f"{type(self.trainer).__name__}.__init__ built {n} training towers reading {source.name}, "
+                f"which was set up for {source.num_towers}: an input fed from Python makes its feeds when "
+                f"set up; call input.setup(model.get_input_signature(), num_towers={n}), or use QueueInput")
+        while source is not None and hasattr(source, "num_towers"):
+            source.num_towers = n
+            source = getattr(source, "input", None)  # StagingInput's wrapped source
 
     def _build_optimizers(self) -> None:
         by_optimizer: dict[int, tuple[Any, dict[int, Any]]] = {}
@@ -313,7 +361,7 @@ class GraphRecorder:
                     inputs = source.get_input_tensors()
                     collection = trainer.summary_collection if k == main else None
                     before = len(graph.get_operations())
-                    with summary_collection_scope(collection), \
+                    with tf.device(record.device or None), summary_collection_scope(collection), \
                             TowerContext(record.name, is_training=record.is_training, index=record.index):
                         record.tower_func(*inputs)
                     ops = [op for op in graph.get_operations()[before:] if op.type != "Placeholder"]
@@ -325,10 +373,12 @@ class GraphRecorder:
                             "every time it is called")
                     built.append(ops)
                     handles.append(record.tower_func.towers[record.name])
+                # losses combined across towers (tf.add_n of the towers' costs) are computed
+                # under the tape too
+                losses = [op.loss.evaluate(built) for op in order]
             output = None
-            for op in order:
-                k, position, index = op.loss_at
-                output = op.apply(tape, built[k][position].outputs[index])
+            for op, loss in zip(order, losses):
+                output = op.apply(tape, loss)
             del tape
             handle = handles[main]
             return output, {name: handle.get_tensor(name) for name in fetch_names}
@@ -346,13 +396,13 @@ class GraphOp:
     depends on (``tf.control_dependencies``), then its own; returns its loss.
     """
 
-    def __init__(self, recorder: GraphRecorder, optimizer: Any, processors: list, loss: tf.Tensor,
-                 loss_at: tuple[int, int, int], variables: list, name: str, deps: list[GraphOp]) -> None:
+    def __init__(self, recorder: GraphRecorder, optimizer: Any, processors: list, loss: RecordedValue,
+                 variables: list, name: str, deps: list[GraphOp]) -> None:
         self.recorder = recorder
         self.optimizer = optimizer
         self.processors = processors
         self.loss_name = loss.name
-        self.loss_at = loss_at
+        self.loss = loss
         self.variables = variables
         self.name = name
         self.deps = deps
@@ -394,12 +444,112 @@ class GraphOp:
         return f"GraphOp({self.name!r}, loss={self.loss_name!r}, {len(self.variables)} variables)"
 
 
+class RecordedValue:
+    """A value a trainer's ``__init__`` computed from the towers it recorded: a tower's tensor, or
+    a combination of several (tensorpack's multi-GPU GAN averages the towers' costs,
+    ``tf.add_n([c[0] for c in cost_list]) * (1.0 / num_gpu)``), made again from the towers built
+    in each traced step. :func:`minimize` takes it as its loss. Combinations supported: ``tf.add_n``
+    and ``+ - * /`` (and unary ``-``) with numbers or other recorded values."""
+
+    def __init__(self, recorder: GraphRecorder, evaluate: Any, name: str, towers: tuple[int, ...]) -> None:
+        self.recorder = recorder
+        self._evaluate = evaluate
+        self.name = name
+        #: the recorded towers it is computed from
+        self.towers = towers
+
+    def evaluate(self, built: list) -> tf.Tensor:
+        """The value, from the ops of the towers built in this trace (``built[k]``: tower ``k``'s)."""
+        return self._evaluate(built)
+
+    def _combine(self, other: Any, fn: Any, symbol: str, reverse: bool = False) -> RecordedValue:
+        operand = _operand(self.recorder, other, f"a recorded value {symbol} {other!r:.60}")
+        a, b = (operand, self) if reverse else (self, operand)
+        towers = tuple(sorted(set(self.towers) | set(operand.towers)))
+        return RecordedValue(self.recorder, lambda built: fn(a.evaluate(built), b.evaluate(built)),
+                             f"({a.name} {symbol} {b.name})", towers)
+
+    def __add__(self, other: Any) -> RecordedValue:
+        return self._combine(other, lambda x, y: x + y, "+")
+
+    def __radd__(self, other: Any) -> RecordedValue:
+        return self._combine(other, lambda x, y: x + y, "+", reverse=True)
+
+    def __sub__(self, other: Any) -> RecordedValue:
+        return self._combine(other, lambda x, y: x - y, "-")
+
+    def __rsub__(self, other: Any) -> RecordedValue:
+        return self._combine(other, lambda x, y: x - y, "-", reverse=True)
+
+    def __mul__(self, other: Any) -> RecordedValue:
+        return self._combine(other, lambda x, y: x * y, "*")
+
+    def __rmul__(self, other: Any) -> RecordedValue:
+        return self._combine(other, lambda x, y: x * y, "*", reverse=True)
+
+    def __truediv__(self, other: Any) -> RecordedValue:
+        return self._combine(other, lambda x, y: x / y, "/")
+
+    def __rtruediv__(self, other: Any) -> RecordedValue:
+        return self._combine(other, lambda x, y: x / y, "/", reverse=True)
+
+    def __neg__(self) -> RecordedValue:
+        return RecordedValue(self.recorder, lambda built: -self.evaluate(built), f"-{self.name}", self.towers)
+
+    def __repr__(self) -> str:
+        return f"RecordedValue({self.name!r}, towers={list(self.towers)})"
+
+
+def _operand(recorder: GraphRecorder, x: Any, what: str) -> RecordedValue:
+    """``x`` as a RecordedValue: itself, a recorded tower's tensor, or a constant."""
+    if isinstance(x, RecordedValue):
+        return x
+    if isinstance(x, tf.Tensor) and tf.is_symbolic_tensor(x):
+        recorded = recorder.recorded(x)
+        if recorded is None:
+            raise GraphBuildError(f"{what}: {x!r:.80} is a graph tensor no recorded tower built; in a "
+                                  "trainer's __init__ only the towers' tensors can be combined")
+        return recorded
+    try:
+        constant = tf.constant(x) if not isinstance(x, tf.Tensor) else x
+    except (TypeError, ValueError) as e:
+        raise GraphBuildError(f"{what}: cannot combine {x!r:.80} with the towers' tensors") from e
+    return RecordedValue(recorder, lambda built: constant, repr(x), ())
+
+
+def _is_recorded(recorder: GraphRecorder, x: Any) -> bool:
+    return isinstance(x, RecordedValue) or (
+        isinstance(x, tf.Tensor) and tf.is_symbolic_tensor(x) and recorder.find(x) is not None)
+
+
+def _add_n(original: Any, frame: Any, inputs: Any, name: str | None = None) -> Any:
+    """``tf.add_n`` while a trainer's ``__init__`` records its graph, on the towers' tensors
+    (tensorpack's multi-GPU GAN sums the towers' costs): a :class:`RecordedValue`. Elsewhere
+    TensorFlow's own."""
+    recorder = _current_recorder() if frame.tower is None else None
+    items = list(inputs) if isinstance(inputs, (list, tuple)) else None
+    if recorder is None or not items or not any(_is_recorded(recorder, x) for x in items):
+        return original(inputs, name=name)
+    values = [_operand(recorder, x, "tf.add_n()") for x in items]
+    towers = tuple(sorted({k for v in values for k in v.towers}))
+    return RecordedValue(recorder, lambda built: original([v.evaluate(built) for v in values], name=name),
+                         name or "add_n(" + ", ".join(v.name for v in values) + ")", towers)
+
+
+#: ``tf.add_n`` of the towers' tensors in a trainer's ``__init__`` (see :func:`_add_n`)
+PATCHES = [Patch(lambda: tf, "add_n", _add_n), Patch(lambda: tf.math, "add_n", _add_n)]
+
+
 def _tower_variables(recorder: GraphRecorder, k: int) -> list:
     return recorder.towers[k].tower_func.trainable_variables
 
 
+#: TF1 ``minimize`` options about graph scheduling only: accepted and ignored
+_TF1_SCHEDULING = ("colocate_gradients_with_ops", "gate_gradients", "aggregation_method")
+
+
 def minimize(optimizer: Any, loss: Any, var_list: Sequence[Any] | None = None, name: str | None = None,
-             tape: tf.GradientTape | None = None) -> Any:
+             tape: tf.GradientTape | None = None, **tf1_options: Any) -> Any:
     """tensorpack's ``opt.minimize(loss, var_list=..., name=...)`` for a Keras optimizer.
 
     In a custom trainer's ``__init__`` (``loss`` built by a tower under a
@@ -409,10 +559,18 @@ def minimize(optimizer: Any, loss: Any, var_list: Sequence[Any] | None = None, n
     ``optimizer`` may be wrapped by ``apply_grad_processors``, or be a TF1 optimizer
     (``tf.compat.v1.train.AdamOptimizer``, ...: its Keras stand-in is trained).
 
+    ``loss`` may also combine the costs of several towers (tensorpack's multi-GPU GAN:
+    ``tf.add_n([c[0] for c in DataParallelBuilder.call_for_each_tower(...)]) * (1.0 / n)``,
+    a :class:`RecordedValue`). ``colocate_gradients_with_ops``, ``gate_gradients`` and
+    ``aggregation_method`` (TF1 graph scheduling) are accepted and ignored.
+
     Inside a traced function (a step body): applies the gradients of ``loss``
     (taken with ``tape``, which must have recorded it) to ``var_list`` now, and
     returns ``loss``.
     """
+    unknown = sorted(set(tf1_options) - set(_TF1_SCHEDULING))
+    if unknown:
+        raise TypeError(f"minimize() got unexpected keyword argument(s) {unknown}")
     check_optimizer(optimizer, "minimize(optimizer, ...)")
     keras_optimizer, processors = unwrap_optimizer(optimizer)
     if not tf.executing_eagerly() or (tape is not None):
@@ -426,19 +584,23 @@ def minimize(optimizer: Any, loss: Any, var_list: Sequence[Any] | None = None, n
         keras_optimizer.apply_gradients(pairs)
         return loss
     recorder = _current_recorder()
-    located = None
-    if recorder is not None and isinstance(loss, tf.Tensor) and tf.is_symbolic_tensor(loss):
-        located = recorder.find(loss)
-    if located is None:
+    recorded = None
+    if recorder is not None:
+        if isinstance(loss, RecordedValue) and loss.recorder is recorder:
+            recorded = loss
+        elif isinstance(loss, tf.Tensor) and tf.is_symbolic_tensor(loss):
+            recorded = recorder.recorded(loss)
+    if recorded is None:
         raise GraphBuildError(
             f"minimize(optimizer, loss={loss!r:.80}): outside a traced function, the loss must be a "
             "tensor built by a tower function under a TowerContext in a TowerTrainer subclass's "
-            "__init__ (tensorpack's graph building); for example:\n" + SUPPORTED_FORM)
-    variables = list(var_list) if var_list is not None else _tower_variables(recorder, located[0])
+            "__init__ (tensorpack's graph building), or tf.add_n of such tensors; for example:\n"
+            + SUPPORTED_FORM)
+    variables = list(var_list) if var_list is not None else _tower_variables(recorder, recorded.towers[0])
     if not variables:
-        raise GraphBuildError(f"minimize(): var_list is empty for loss {loss.name}")
+        raise GraphBuildError(f"minimize(): var_list is empty for loss {recorded.name}")
     deps = list(dict.fromkeys(op for scope in recorder.dependency_scopes for op in scope))
-    op = GraphOp(recorder, keras_optimizer, processors, loss, located, variables,
+    op = GraphOp(recorder, keras_optimizer, processors, recorded, variables,
                  name or f"minimize_{len(recorder.ops)}", deps)
     recorder.ops.append(op)
     return op

@@ -15,14 +15,16 @@ from typing import Any, ContextManager, Iterator
 from trainstack.loop import Callback
 
 from ..tower import extension
-from . import graph_collections, optimizers, recording, step_counter, summaries, train_optimizers, variables
+from . import (aliases, graph_collections, optimizers, recording, step_counter, summaries, train_optimizers,
+               variables)
 from .legacy import dispatch as legacy_dispatch
 from .switch import Frame, engaged
 
 __all__ = ["emulation", "TF1Room", "register"]
 
 #: every replacement the room makes in TensorFlow and Keras
-PATCHES = [*variables.PATCHES, *summaries.PATCHES, *optimizers.PATCHES, *graph_collections.PATCHES]
+PATCHES = [*variables.PATCHES, *summaries.PATCHES, *optimizers.PATCHES, *graph_collections.PATCHES,
+           *aliases.PATCHES, *recording.PATCHES]
 
 
 def emulation(tower: Any = None, tower_func: Any = None) -> ContextManager[Frame]:
@@ -49,6 +51,9 @@ class TF1Room:
     def implicit_callbacks(self, trainer: Any) -> list[Callback]:
         mirror = step_counter.step_mirror(trainer)
         return [] if mirror is None else [mirror]
+
+    def in_graph_step_done(self) -> None:
+        step_counter.advance_in_graph()
 
     def adapt_optimizer(self, optimizer: Any) -> Any | None:
         return train_optimizers.keras_optimizer_for(optimizer)

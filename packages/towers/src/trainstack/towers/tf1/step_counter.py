@@ -15,7 +15,7 @@ from trainstack.loop import Callback
 
 from ..trainers.trainer import TowerTrainer
 
-__all__ = ["get_global_step_var", "GlobalStepView", "step_mirror"]
+__all__ = ["get_global_step_var", "GlobalStepView", "step_mirror", "advance_in_graph"]
 
 
 _step_var: tf.Variable | None = None
@@ -42,6 +42,15 @@ def step_mirror(trainer: Any) -> Callback | None:
     if _step_var is None or not isinstance(trainer, TowerTrainer):
         return None
     return _GlobalStepMirror(_step_var)
+
+
+def advance_in_graph() -> None:
+    """Inside a traced multi-step call, after each step of its graph loop: the step variable
+    counts that step, so the next step of the loop reads its own global step (a schedule on
+    ``get_global_step_var()`` decays step by step with ``steps_per_run > 1`` too). The mirror
+    sets the variable to ``trainer.global_step`` again after the call."""
+    if _step_var is not None:
+        _step_var.assign_add(1)
 
 
 class GlobalStepView:
@@ -85,7 +94,7 @@ def get_global_step_var() -> Any:
     tensorpack's ``get_global_step_var()`` returned the graph's step variable; in trainstack
     the counter is ``trainer.global_step`` (in Python), and this reads a variable that every
     TowerTrainer sets to ``trainer.global_step`` before training and after every step (with
-    ``steps_per_run > 1``, once per run of steps). Inside ``build_graph`` (or any traced step)
+    ``steps_per_run > 1``, the graph loop advances it after each of its steps). Inside ``build_graph`` (or any traced step)
     it is an int64 tensor read each time the step runs. Outside a traced function (in
     ``optimizer()``, at a script's top level) it is a :class:`GlobalStepView`, read whenever it
     is used: ``exponential_decay(0.1, get_global_step_var(), 10, 0.5)`` given to an optimizer

@@ -23,7 +23,11 @@ monitor and the console. While a tower is traced here:
 Outside any tower, while a trainer is built (the ``optimizer()`` its ``setup_graph``
 calls, a tensorpack-style trainer's ``__init__``), ``tf.summary.scalar('learning_rate',
 lr)`` records a summary of ``lr`` (a variable, read each time ``MergeAllSummaries``
-writes: after each epoch, as tensorpack wrote the learning rate; or a number); other
+writes: after each epoch, as tensorpack wrote the learning rate; a number; or a schedule
+on the step, ``tf.compat.v1.train.exponential_decay(..., get_global_step_var(), ...)``,
+which TensorFlow 2 makes a function: evaluated when written, in the last step's
+``trigger_step``, where the step counter still holds that step, so the value written
+is the rate that step applied, as tensorpack's summary fetched with the step); other
 kinds there, and scalars of graph tensors, raise a TF1CallError naming ``build_graph``.
 Everywhere else (another thread, a script's top level, a callback, an eager tower)
 they are TensorFlow's own.
@@ -153,10 +157,37 @@ def _outside_towers(api: str, kind: str, name: Any, data: Any, family: Any) -> b
     if not isinstance(collection, SummaryCollection):
         return None
     is_variable = isinstance(data, (tf.Variable, keras.Variable))
+    if kind == "scalar" and not is_variable and callable(data):
+        data = _ScheduleValue(data)  # TF1's decay functions outside a graph: read when written
+        is_variable = True
     if kind != "scalar" or (not is_variable and tf.is_symbolic_tensor(data)):
         raise TF1CallError(OUTSIDE_TOWERS.format(api=api, name=name, trainer=type(trainer).__name__))
     add_tensor_summary(data, "scalar", name=tag_outside_towers(name, family), collection=collection)
     return True
+
+
+class _ScheduleValue:
+    """A learning-rate schedule (a function of no argument, as TF1's ``exponential_decay`` returns
+    outside a graph) recorded as a summary: a read-only value the summaries read, like a
+    variable, each time they are written."""
+
+    def __init__(self, fn: Callable[[], Any]) -> None:
+        self._fn = fn
+        self.dtype = tf.convert_to_tensor(fn()).dtype
+        self.shape = tf.TensorShape([])
+        self.name = getattr(fn, "__name__", "schedule")
+
+    def __tf_tensor__(self, dtype: tf.DType | None = None, name: str | None = None) -> tf.Tensor:
+        value = tf.convert_to_tensor(self._fn())
+        return value if dtype is None or dtype == value.dtype else tf.cast(value, dtype)
+
+    def numpy(self) -> Any:
+        return tf.convert_to_tensor(self).numpy()
+
+    def assign(self, value: Any) -> None:
+        raise TypeError("a learning-rate schedule's summary follows the step; it cannot be assigned. "
+                        "Use a variable (tf.compat.v1.get_variable) and ScheduledHyperParamSetter "
+                        "to set the rate")
 
 
 def _refusing(message: str, fn: str, **fields: Any) -> Callable[..., Any]:

@@ -20,7 +20,6 @@ from __future__ import annotations
 import weakref
 from typing import Any
 
-import numpy as np
 import tensorflow as tf
 
 from .switch import Frame, Patch, TF1CallError
@@ -45,7 +44,11 @@ def _initial_value(initializer: Any, shape: Any, dtype: tf.DType, name: str) -> 
         if shape is not None and not tf.TensorShape(shape).is_compatible_with(value.shape):
             raise ValueError(f"get_variable({name!r}): shape {list(shape)} differs from the shape "
                              f"{value.shape.as_list()} of its initial value")
-        array = value.numpy() if hasattr(value, "numpy") else np.asarray(initializer)
+        array = tf.get_static_value(value)  # a tensor built in the trace (tf.zeros([3])) folds to its value
+        if array is None:
+            raise ValueError(f"get_variable({name!r}): its initial value {value.name} is computed from other "
+                             "tensors in the tower; give a constant, an initializer, or a value that does not "
+                             "depend on the tower's inputs or variables")
         return (lambda: tf.constant(array, dtype=dtype)), value.shape
     if shape is None:
         raise ValueError(f"get_variable({name!r}) needs a shape (or an initial value as initializer)")

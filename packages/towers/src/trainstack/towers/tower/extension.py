@@ -1,7 +1,7 @@
 """The core's one extension point for tensorpack's TF1 world (the room, :mod:`trainstack.towers.tf1`).
 
 The core (towers, trainers, predictors) is plain TensorFlow 2. tensorpack's
-scripts need more at five moments, and the room provides it:
+scripts need more at six moments, and the room provides it:
 
 - each build (trace) of a tower: :meth:`TF1World.tracing`, where TF1 calls
   (``tf.compat.v1.get_variable``, ``tf.summary.*``, ...) get their TF1 meaning
@@ -12,6 +12,9 @@ scripts need more at five moments, and the room provides it:
   trainer is constructed: :meth:`TF1World.eager_tower` records the tower;
 - the callbacks a trainer adds after the user's: :meth:`TF1World.implicit_callbacks`
   (the variable ``get_global_step_var()`` reads, kept equal to the loop's step);
+- a step finished inside the graph loop of a call that makes several steps
+  (``steps_per_run > 1``): :meth:`TF1World.in_graph_step_done` (that variable advances
+  with each step of the loop, as tensorpack's step variable did with each step);
 - an optimizer of TF1's API (``tf.compat.v1.train.AdamOptimizer``) where the core first sees
   an optimizer (``check_optimizer``, ``unwrap_optimizer``): :meth:`TF1World.adapt_optimizer`
   gives the Keras optimizer that stands for it.
@@ -27,7 +30,7 @@ import contextlib
 from typing import Any, ContextManager, Protocol
 
 __all__ = ["TF1World", "register", "registered", "tracing", "constructing", "eager_tower", "implicit_callbacks",
-           "adapt_optimizer"]
+           "in_graph_step_done", "adapt_optimizer"]
 
 
 class TF1World(Protocol):
@@ -46,6 +49,11 @@ class TF1World(Protocol):
     def implicit_callbacks(self, trainer: Any) -> list[Any]:
         """Callbacks a trainer adds after the user's, to keep the room's state in step with the
         loop (the variable ``get_global_step_var()`` reads)."""
+
+    def in_graph_step_done(self) -> None:
+        """Called while a multi-step call is traced, after each step of its graph loop (not after
+        the call's last step, which the loop's callbacks follow): graph ops that advance the
+        room's state by one step."""
 
     def adapt_optimizer(self, optimizer: Any) -> Any | None:
         """The Keras optimizer that stands for ``optimizer``, an optimizer of TF1's API (the same
@@ -81,6 +89,11 @@ def eager_tower(ctx: Any) -> ContextManager[None] | None:
 
 def implicit_callbacks(trainer: Any) -> list[Any]:
     return [] if _world is None else _world.implicit_callbacks(trainer)
+
+
+def in_graph_step_done() -> None:
+    if _world is not None:
+        _world.in_graph_step_done()
 
 
 def adapt_optimizer(optimizer: Any) -> Any | None:

@@ -82,15 +82,25 @@ class TowerContext:
     ``tower<k>`` by the trainers). ``is_main_training_tower`` is true for the
     first training tower, the one whose summaries are kept and whose tensors
     callbacks fetch. Contexts do not nest.
+
+    ``cross_worker_mean`` is how a layer reaches the other worker processes of data-parallel
+    training: ``cross_worker_mean(tensors)`` returns each tensor's mean over the workers (same
+    shapes, same order; every worker must call it with the same tensors in the same order).
+    The trainer that has workers sets it on the training towers it builds (``HorovodTrainer``:
+    a Horovod all-reduce; ``BatchNorm(sync_statistics='horovod')`` uses it); None elsewhere.
+    It lives as long as the context: nothing global outlives the build.
     """
 
-    def __init__(self, name: str, is_training: bool, index: int = 0) -> None:
+    def __init__(self, name: str, is_training: bool, index: int = 0, *,
+                 cross_worker_mean: Callable[[Sequence[Any]], list[Any]] | None = None) -> None:
         if not isinstance(name, str):
             raise TypeError(f"TowerContext name must be a str, got {name!r}")
         index = check_int("TowerContext", "index", index, minimum=0)
         self.name = name
         self.is_training = bool(is_training)
         self.index = index
+        #: the mean of tensors over the worker processes, or None (see the class docstring)
+        self.cross_worker_mean = cross_worker_mean
         #: the name scope the tower's ops live in (set on entry; "" when the name is empty)
         self.ns_name = ""
         self._scope: Any = None

@@ -554,7 +554,7 @@ class SingleCostTrainer(TowerTrainer):
         def build(feeds: Any) -> tf.Tensor:
             inputs = self._get_tower_inputs(feeds)[0]
             with _device(self._tower_device(0)), summary_collection_scope(None):
-                with TowerContext("tower0", is_training=True, index=0):
+                with TowerContext("tower0", is_training=True, index=0, cross_worker_mean=self._worker_mean()):
                     with tf.GradientTape() as tape:
                         cost = self.tower_func(*inputs)
             found[:] = tape.watched_variables()
@@ -586,6 +586,7 @@ class SingleCostTrainer(TowerTrainer):
         if steps is not None:
             def body(i: tf.Tensor, inputs: list[list[tf.Tensor]]) -> tuple[tf.Tensor, list[list[tf.Tensor]]]:
                 self._compute_step(inputs, ())
+                extension.in_graph_step_done()
                 return i + 1, self._get_tower_inputs(feeds)
 
             _, inputs = tf.while_loop(lambda i, _: i < steps - 1, body, [tf.constant(0), inputs])
@@ -640,7 +641,8 @@ class SingleCostTrainer(TowerTrainer):
         tower records its summaries when ``record_summaries``."""
         collection = self._step_summaries() if index == 0 and record_summaries else None
         with _device(self._tower_device(index)), summary_collection_scope(collection):
-            with TowerContext(f"tower{index}", is_training=True, index=index) as ctx:
+            with TowerContext(f"tower{index}", is_training=True, index=index,
+                              cross_worker_mean=self._worker_mean()) as ctx:
                 with tf.GradientTape() as tape:
                     cost = _check_cost(self.tower_func(*inputs), self.tower_func)
                     # with loss scaling, differentiate the scaled cost (in the tape);
@@ -648,6 +650,11 @@ class SingleCostTrainer(TowerTrainer):
                     target = self._optimizer.scale_loss(cost) if self.mixed_precision else cost
                 grads = self._compute_gradients(tape, target)
         return TowerResult(cost, grads, self.tower_func.towers[ctx.name])
+
+    def _worker_mean(self) -> Callable[[Sequence[tf.Tensor]], list[tf.Tensor]] | None:
+        """What the training towers get as ``TowerContext.cross_worker_mean``: None (one process);
+        a trainer with worker processes returns its mean over them (``HorovodTrainer``)."""
+        return None
 
     def _compute_gradients(self, tape: tf.GradientTape, cost: tf.Tensor) -> list:
         if not self._trains:

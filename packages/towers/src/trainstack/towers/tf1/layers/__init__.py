@@ -16,6 +16,7 @@ name). One module per concept:
 - conv.py        ``Conv2D``, ``Conv2DTranspose`` (``Deconv2D``)
 - fc.py          ``FullyConnected``
 - batch_norm.py  ``BatchNorm`` (moving averages updated in the training step)
+- batch_renorm.py ``BatchRenorm`` (Batch Renormalization, TF1's ``renorm=True``)
 - norm.py        ``LayerNorm``, ``InstanceNorm``
 - pooling.py     ``MaxPooling``, ``AvgPooling``, ``GlobalAvgPooling``, ``FixedUnPooling``
 - nonlin.py      ``BNReLU``, ``PReLU``, ``Maxout``
@@ -25,6 +26,7 @@ name). One module per concept:
 """
 from .argscope import argscope, enable_argscope_for_function, enable_argscope_for_module, get_arg_scope
 from .batch_norm import BatchNorm
+from .batch_renorm import BatchRenorm
 from .context import disable_layer_logging
 from .conv import Conv2D, Conv2DTranspose, Deconv2D
 from .dropout import Dropout
@@ -37,7 +39,7 @@ from .registry import VariableHolder, layer_register
 from .varreplace import custom_getter_scope, freeze_variables, remap_variables
 
 __all__ = [
-    "Conv2D", "Conv2DTranspose", "Deconv2D", "FullyConnected", "BatchNorm", "LayerNorm", "InstanceNorm",
+    "Conv2D", "Conv2DTranspose", "Deconv2D", "FullyConnected", "BatchNorm", "BatchRenorm", "LayerNorm", "InstanceNorm",
     "MaxPooling", "AvgPooling", "GlobalAvgPooling", "FixedUnPooling", "Dropout", "BNReLU", "PReLU", "Maxout",
     "ConcatWith", "LinearWrap", "layer_register", "VariableHolder", "disable_layer_logging", "argscope",
     "get_arg_scope", "enable_argscope_for_function", "enable_argscope_for_module", "custom_getter_scope",

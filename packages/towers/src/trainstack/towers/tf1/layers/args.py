@@ -11,6 +11,10 @@ from __future__ import annotations
 import functools
 from typing import Any, Callable, Mapping, Sequence
 
+from trainstack.loop.checks import check_pair
+
+from .context import layer_label
+
 __all__ = ["tflayer_args", "layout", "shape2d", "shape4d", "refuse_regularizers"]
 
 _KERAS_FORMAT = {"NHWC": "channels_last", "NCHW": "channels_first",
@@ -28,18 +32,14 @@ def layout(value: str, layer: str, *, keras: bool = False) -> str:
     return "NHWC" if keras_format == "channels_last" else "NCHW"
 
 
-def shape2d(value: Any, what: str = "shape") -> list[int]:
-    """``[a, a]`` for an int ``a``, ``[a, b]`` for a pair (tensorpack's ``shape2d``)."""
-    if isinstance(value, int) and not isinstance(value, bool):
-        return [value, value]
-    if isinstance(value, (list, tuple)) and len(value) == 2 and all(isinstance(v, int) for v in value):
-        return list(value)
-    raise ValueError(f"{what} must be an int or a pair of ints, got {value!r}")
+def shape2d(value: Any, what: str = "shape", layer: str = "FixedUnPooling") -> list[int]:
+    """``[a, a]`` for an int ``a``, ``[a, b]`` for a pair (tensorpack's ``shape2d``), positive."""
+    return check_pair(layer_label(layer), what, value, minimum=1)
 
 
-def shape4d(value: Any, fmt: str, what: str = "strides") -> list[int]:
+def shape4d(value: Any, fmt: str, what: str = "strides", layer: str = "Conv2D") -> list[int]:
     """``[1, a, b, 1]`` (NHWC) or ``[1, 1, a, b]`` (NCHW) from an int or a pair."""
-    a, b = shape2d(value, what)
+    a, b = shape2d(value, what, layer)
     return [1, a, b, 1] if fmt == "NHWC" else [1, 1, a, b]
 
 

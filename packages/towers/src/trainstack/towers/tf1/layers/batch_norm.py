@@ -27,7 +27,14 @@ the ``tf.distribute`` replica context the towers are built in (``SyncMultiGPUTra
 its cross-device ops, NCCL on GPUs): every tower must call the layer, in the same order, with the
 same batch size. The variance is ``E[x^2] - E[x]^2`` (biased), also for the moving average.
 With one tower it is the plain batch statistics (a warning); with towers built outside a replica
-context (trainers that build them one by one), an error. ``'horovod'`` is not provided.
+context (trainers that build them one by one), an error.
+
+``sync_statistics='horovod'`` normalizes by the statistics of all the worker processes' batches:
+``E[x]`` and ``E[x^2]`` averaged by the tower's ``cross_worker_mean`` (``TowerContext``), which
+``HorovodTrainer`` sets to its Horovod all-reduce (this layer imports no Horovod); every process must
+call the layer, in the same order, with the same batch size. Each process updates its moving averages
+from the same all-reduced statistics, so they stay equal. A tower without ``cross_worker_mean``
+(another trainer) is an error naming HorovodTrainer.
 """
 from __future__ import annotations
 
@@ -69,9 +76,10 @@ def BatchNorm(inputs: tf.Tensor, axis: int | None = None, *, training: bool | No
     label = layer_label("BatchNorm")
     training = tower.is_training if training is None else bool(training)
     sync = None if sync_statistics is None else str(sync_statistics).lower()
-    if sync not in (None, "nccl"):
-        raise ValueError(f"{label}: sync_statistics={sync_statistics!r} is not provided; use 'nccl' (the statistics "
-                         "of all towers, under SyncMultiGPUTrainerReplicated) or None")
+    if sync not in (None, "nccl", "horovod"):
+        raise ValueError(f"{label}: sync_statistics must be None, 'nccl' (the statistics of all towers, under "
+                         f"SyncMultiGPUTrainerReplicated) or 'horovod' (of all processes, under HorovodTrainer); "
+                         f"got {sync_statistics!r}")
     if ema_update not in EMA_UPDATES:
         raise ValueError(f"{label}: ema_update must be one of {list(EMA_UPDATES)}, got {ema_update!r}")
     fmt = layout(data_format, "BatchNorm")
@@ -105,7 +113,8 @@ def BatchNorm(inputs: tf.Tensor, axis: int | None = None, *, training: bool | No
     if sync and training:
         if virtual_batch_size:
             raise ValueError(f"{label}: sync_statistics and virtual_batch_size cannot be used together")
-        out, mean, variance = _synced(inputs, axis, gamma_t, beta_t, epsilon, tower, label)
+        synced = _synced if sync == "nccl" else _synced_over_workers
+        out, mean, variance = synced(inputs, axis, gamma_t, beta_t, epsilon, tower, label)
     elif virtual_batch_size:
         out, mean, variance = _ghost(inputs, axis, virtual_batch_size, gamma_t, beta_t, epsilon)
     elif ndims == 4:
@@ -135,9 +144,7 @@ def BatchNorm(inputs: tf.Tensor, axis: int | None = None, *, training: bool | No
 def _synced(inputs: tf.Tensor, axis: int, gamma: Any, beta: Any, epsilon: float, tower: Any,
             label: str) -> tuple[tf.Tensor, tf.Tensor, tf.Tensor]:
     """SyncBN: normalized by ``E[x]``, ``E[x^2] - E[x]^2`` averaged over the towers of the step."""
-    ndims = inputs.shape.rank
-    reduce = [0] if ndims == 2 else ([0, 2, 3] if axis == 1 else [0, 1, 2])
-    mean, mean_square = tf.reduce_mean(inputs, reduce), tf.reduce_mean(tf.square(inputs), reduce)
+    mean, mean_square = _moments(inputs, axis)
     replica = tf.distribute.get_replica_context()
     if replica is None:
         pass  # a strategy's cross-replica context (a trainer tracing its variables' creation): the local batch
@@ -150,6 +157,31 @@ def _synced(inputs: tf.Tensor, axis: int, gamma: Any, beta: Any, epsilon: float,
     elif label not in _warned_single:
         _warned_single.add(label)
         logger.warning("%s: sync_statistics='nccl' is used with only one tower.", label)
+    return _normalize(inputs, axis, mean, mean_square, gamma, beta, epsilon)
+
+
+def _synced_over_workers(inputs: tf.Tensor, axis: int, gamma: Any, beta: Any, epsilon: float, tower: Any,
+                         label: str) -> tuple[tf.Tensor, tf.Tensor, tf.Tensor]:
+    """SyncBN across processes: ``E[x]``, ``E[x^2]`` averaged by the tower's ``cross_worker_mean``."""
+    if tower.cross_worker_mean is None:
+        raise ValueError(f"{label}: sync_statistics='horovod' needs HorovodTrainer, which shares the statistics "
+                         f"across its processes; tower {tower.name!r} was built by a trainer without worker "
+                         "processes (use sync_statistics='nccl' for the towers of one process, or None)")
+    mean, mean_square = tower.cross_worker_mean(list(_moments(inputs, axis)))
+    return _normalize(inputs, axis, mean, mean_square, gamma, beta, epsilon)
+
+
+def _moments(inputs: tf.Tensor, axis: int) -> tuple[tf.Tensor, tf.Tensor]:
+    """``E[x]`` and ``E[x^2]`` per channel."""
+    ndims = inputs.shape.rank
+    reduce = [0] if ndims == 2 else ([0, 2, 3] if axis == 1 else [0, 1, 2])
+    return tf.reduce_mean(inputs, reduce), tf.reduce_mean(tf.square(inputs), reduce)
+
+
+def _normalize(inputs: tf.Tensor, axis: int, mean: tf.Tensor, mean_square: tf.Tensor, gamma: Any, beta: Any,
+               epsilon: float) -> tuple[tf.Tensor, tf.Tensor, tf.Tensor]:
+    """``inputs`` normalized by ``mean`` and the biased variance ``E[x^2] - E[x]^2``."""
+    ndims = inputs.shape.rank
     variance = mean_square - tf.square(mean)
     shape = [1] * ndims
     shape[axis] = inputs.shape[axis]

@@ -65,7 +65,7 @@ def Conv2D(inputs: tf.Tensor, filters: int, kernel_size: Any, strides: Any = (1,
     if in_channels % split or filters % split:
         raise ValueError(f"{layer_label('Conv2D')}: split={split} must divide the input channels ({in_channels}) "
                          f"and the filters ({filters})")
-    kernel = shape2d(kernel_size, "kernel_size")
+    kernel = shape2d(kernel_size, "kernel_size", "Conv2D")
     W = get_variable("Conv2D", "W", kernel + [in_channels // split, filters],  # noqa: N806 - tensorpack's name
                      kernel_initializer or default_kernel_initializer(), dtype=inputs.dtype)
     b = get_variable("Conv2D", "b", [filters], bias_initializer, dtype=inputs.dtype) if use_bias else None
@@ -95,7 +95,8 @@ def Conv2DTranspose(inputs: tf.Tensor, filters: int, kernel_size: Any, strides: 
     fmt = layout(data_format, "Conv2DTranspose")
     in_channels = _channels(inputs, fmt, "Conv2DTranspose")
     pad = _padding(padding, "Conv2DTranspose")
-    stride2, kernel = shape2d(strides, "strides"), shape2d(kernel_size, "kernel_size")
+    stride2 = shape2d(strides, "strides", "Conv2DTranspose")
+    kernel = shape2d(kernel_size, "kernel_size", "Conv2DTranspose")
     extra = [max(k - s, 0) for k, s in zip(kernel, stride2)] if pad == "VALID" else [0, 0]
     dynamic, static = tf.shape(inputs), inputs.shape.as_list()
     spatial = [1, 2] if fmt == "NHWC" else [2, 3]
@@ -108,7 +109,7 @@ def Conv2DTranspose(inputs: tf.Tensor, filters: int, kernel_size: Any, strides: 
     W = get_variable("Conv2DTranspose", "W", kernel + [filters, in_channels],  # noqa: N806 - tensorpack's name
                      kernel_initializer or default_kernel_initializer(), dtype=inputs.dtype)
     b = get_variable("Conv2DTranspose", "b", [filters], bias_initializer, dtype=inputs.dtype) if use_bias else None
-    out = tf.nn.conv2d_transpose(inputs, W, tf.stack(out_shape), shape4d(strides, fmt), padding=pad,
+    out = tf.nn.conv2d_transpose(inputs, W, tf.stack(out_shape), shape4d(strides, fmt, "strides", "Conv2DTranspose"), padding=pad,
                                  data_format=fmt)
     out.set_shape(out_static)
     return attach_variables(_finish("Conv2DTranspose", out, b, fmt, activation), W=W, b=b)

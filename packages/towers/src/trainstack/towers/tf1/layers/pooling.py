@@ -25,8 +25,8 @@ def _pool(op: Any, layer: str, inputs: tf.Tensor, pool_size: Any, strides: Any, 
     if not isinstance(padding, str) or padding.upper() not in ("SAME", "VALID"):
         raise ValueError(f"{layer_label(layer)}: padding must be 'same' or 'valid', got {padding!r}")
     fmt = layout(data_format, layer)
-    size = shape2d(pool_size, "pool_size")
-    step = shape2d(pool_size if strides is None else strides, "strides")
+    size = shape2d(pool_size, "pool_size", layer)
+    step = shape2d(pool_size if strides is None else strides, "strides", layer)
     return tf.identity(op(inputs, size, step, padding.upper(), data_format=fmt), name="output")
 
 
