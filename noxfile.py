@@ -16,7 +16,9 @@ sessions; `nox -s towers` runs one (the `wheels` session first, which it require
 - `all` installs everything, the meta-package too, and runs the tests at the top of tests/
   (those that need the meta-package);
 - `horovod` builds Horovod once per machine (scripts/install_horovod.py, cached in
-  ~/.cache/trainstack) and runs tests/distributed/test_horovod*.py.
+  ~/.cache/trainstack) and runs tests/distributed/test_horovod*.py;
+- `ray` installs trainstack-distributed with its `ray` extra (Ray Train) and runs
+  tests/distributed/test_ray*.py (a local Ray, `ray.init(num_cpus=2)`, 2 workers).
 
 Which session runs a test file follows from its folder (`session_of`); the noxfile refuses to
 load when a test file belongs to no session. At the end of a run a table gives each session's
@@ -55,7 +57,8 @@ TEST_TOOLS = ["pytest>=8", "pytest-xdist>=3"]
 TEST_EXTRAS = {"dataflow": ["hypothesis>=6", "opencv-python-headless>=4.8", "lmdb>=1.4", "h5py>=3.8",
                             "pyzmq>=25", "scipy>=1.10"],  # scipy: SVHNDigit/BSDS500's .mat files
                "callbacks": ["tensorboard"], "inputs": ["hypothesis>=6"],
-               "towers": ["scikit-learn>=1.3", "tensorpack==0.11"]}
+               "towers": ["scikit-learn>=1.3", "tensorpack==0.11"],
+               "distributed": ["pyyaml>=6"]}  # tests/distributed/test_cluster_examples.py parses the manifests
 META = "trainstack"  # the meta-package's distribution, at the root
 
 
@@ -67,7 +70,7 @@ def dist(layer: str) -> str:
 SOURCES = {**{dist(layer): ROOT / "packages" / layer for layer in LAYERS}, META: ROOT}
 
 nox.needs_version = ">=2026.10"  # sessions' `requires`, and the summary with each session's time
-nox.options.sessions = ["layering", "wheels", *LAYERS, "parity", "all", "horovod"]
+nox.options.sessions = ["layering", "wheels", *LAYERS, "parity", "all", "horovod", "ray"]
 nox.options.reuse_existing_virtualenvs = True
 
 
@@ -83,6 +86,8 @@ def session_of(test_file: Path) -> str | None:
     if len(parts) == 2 and parts[0] in LAYERS:
         if parts[0] == "distributed" and parts[1].startswith("test_horovod"):
             return "horovod"
+        if parts[0] == "distributed" and parts[1].startswith("test_ray"):
+            return "ray"
         return parts[0]
     return None  # a folder that is not a layer's, or a sub-folder: named nowhere
 
@@ -283,3 +288,25 @@ def horovod(session: nox.Session) -> None:
     install_wheels(session, dist("distributed"))
     session.run("python", str(ROOT / "scripts" / "install_horovod.py"))
     pytest(session, "trainstack.distributed", test_files("horovod"))
+
+
+def optional_requirements(distribution: str, extra: str) -> list[str]:
+    """The requirements of `distribution`'s optional extra `extra`, read from its pyproject.toml."""
+    with open(SOURCES[distribution] / "pyproject.toml", "rb") as f:
+        extras = tomllib.load(f)["project"].get("optional-dependencies", {})
+    if extra not in extras:
+        raise SystemExit(f"noxfile.py: {distribution} has no extra {extra!r} (it has {sorted(extras)})")
+    return list(extras[extra])
+
+
+@nox.session(requires=["wheels"])
+@timed
+def ray(session: nox.Session) -> None:
+    """trainstack-distributed with its `ray` extra (Ray Train: its requirements from the index, the
+    wheel with no index), then tests/distributed/test_ray*.py (which the `distributed` session does
+    not run): one local Ray (`ray.init(num_cpus=2)`) training on 2 workers, twice."""
+    session.install(*TEST_TOOLS, *optional_requirements(dist("distributed"), "ray"))
+    install_wheels(session, dist("distributed"))
+    # the extra's metadata in the wheel resolves against what is installed (nothing is fetched)
+    session.install("--no-index", "--find-links", str(WHEELS), f"{dist('distributed')}[ray]")
+    pytest(session, "trainstack.distributed", test_files("ray"))

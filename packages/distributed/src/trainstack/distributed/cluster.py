@@ -11,13 +11,21 @@ reads it from the environment, :meth:`ClusterSpec.from_args` builds it from
 arguments (``cluster={"worker": [...]}, task_type, task_index``), and
 :meth:`ClusterSpec.to_tf_config` writes it back (the launcher sets one per
 process). :func:`free_ports` finds free localhost ports for a local run.
+
+Where a trainer finds its cluster when it is given none (``ClusterSpec.resolve()``):
+:func:`trainstack.distributed.environment.cluster_from_environment` decides
+(TF_CONFIG, else a Slurm job step, else one local process).
+
+Kubeflow's TFJob writes TF_CONFIG with the ``evaluator`` task outside the
+cluster ("the evaluator is not part of the training cluster"): such a spec is
+accepted, and :meth:`ClusterSpec.cluster_resolver` leaves evaluators out.
 """
 from __future__ import annotations
 
 import json
 import os
 import socket
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence
 
 from trainstack.loop.checks import check_int
@@ -39,15 +47,21 @@ class ClusterSpec:
     """The tasks of a distributed run and this process's task.
 
     ``cluster``: ``{task type: ["host:port", ...]}``; ``task_type`` and
-    ``task_index`` name this process's entry in it.
+    ``task_index`` name this process's entry in it; an ``evaluator`` task may be outside the
+    cluster (as Kubeflow's TFJob writes it). ``source``: where the spec came from (for messages).
     """
 
     cluster: Mapping[str, tuple[str, ...]]
     task_type: str
     task_index: int
+    source: str = field(default="arguments", compare=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "cluster", _check_cluster(self.cluster))
+        if self.task_type == "evaluator" and "evaluator" not in self.cluster:
+            object.__setattr__(self, "task_index", check_int("ClusterSpec", "task_index", self.task_index,
+                                                             minimum=0, error=ClusterSpecError))
+            return
         if self.task_type not in self.cluster:
             raise ClusterSpecError(f"task type {self.task_type!r} is not in the cluster, which has "
                                    f"{sorted(self.cluster)}")
@@ -86,20 +100,28 @@ class ClusterSpec:
         task = config["task"]
         if not isinstance(task, dict) or "type" not in task or "index" not in task:
             raise ClusterSpecError(f'{source}: "task" must be {{"type": ..., "index": ...}}, got {task!r}')
-        return cls(config["cluster"], task["type"], task["index"])
+        cluster = config["cluster"]
+        if isinstance(cluster, dict):  # a TFJob with "Replicas: 0" of a type writes an empty list
+            cluster = {k: v for k, v in cluster.items() if not (isinstance(v, list) and not v)}
+        return cls(cluster, task["type"], task["index"], source="TF_CONFIG")
 
     @classmethod
     def resolve(cls, cluster: "ClusterSpec | Mapping[str, Any] | None" = None,
-                task_type: str | None = None, task_index: int | None = None) -> "ClusterSpec":
+                task_type: str | None = None, task_index: int | None = None, *,
+                local: bool = True) -> "ClusterSpec":
         """The spec a trainer's arguments name: a ClusterSpec, a cluster dict with
-        ``task_type``/``task_index``, or None for ``TF_CONFIG``."""
+        ``task_type``/``task_index``, or None for the environment's (TF_CONFIG, else a Slurm
+        job step, else, with ``local``, one local worker: see ``cluster_from_environment``)."""
         if isinstance(cluster, ClusterSpec):
             return cluster
         if cluster is None:
             if task_type is not None or task_index is not None:
                 raise ClusterSpecError("task_type/task_index were given without cluster=...; give "
-                                       "the cluster dict too, or neither (to read TF_CONFIG)")
-            return cls.from_tf_config()
+                                       "the cluster dict too, or neither (to read the environment: "
+                                       "TF_CONFIG, Slurm)")
+            from .environment import cluster_from_environment  # noqa: PLC0415 - it imports this module
+
+            return cluster_from_environment(local=local)
         if task_type is None or task_index is None:
             raise ClusterSpecError("cluster=... needs task_type and task_index (which task this "
                                    "process is)")
@@ -112,6 +134,22 @@ class ClusterSpec:
         return len(self.cluster.get("worker", ())) + len(self.cluster.get("chief", ()))
 
     @property
+    def is_evaluator(self) -> bool:
+        """Whether this task is an evaluator, which trains nothing (see ``run_evaluator``)."""
+        return self.task_type == "evaluator"
+
+    @property
+    def rank(self) -> int:
+        """This task's position among the tasks that compute steps, the chief first (TensorFlow's
+        ``id_in_cluster``): the shard of the data it reads, of :attr:`num_workers`."""
+        if self.task_type == "chief":
+            return 0
+        if self.task_type != "worker":
+            raise ClusterSpecError(f"{self.task_name} computes no steps: only chief and worker tasks "
+                                   "have a rank")
+        return self.task_index + int("chief" in self.cluster)
+
+    @property
     def is_chief(self) -> bool:
         """Whether this task is the chief: the ``chief`` task, or worker 0 when there is none."""
         if "chief" in self.cluster:
@@ -120,6 +158,8 @@ class ClusterSpec:
 
     @property
     def task_address(self) -> str:
+        if self.task_type not in self.cluster:
+            raise ClusterSpecError(f"{self.task_name} is outside the cluster: it has no address")
         return self.cluster[self.task_type][self.task_index]
 
     @property
@@ -136,16 +176,18 @@ class ClusterSpec:
                            "task": {"type": self.task_type, "index": self.task_index}})
 
     def cluster_resolver(self, rpc_layer: str = "grpc") -> Any:
-        """A ``tf.distribute.cluster_resolver.SimpleClusterResolver`` for this task."""
+        """A ``tf.distribute.cluster_resolver.SimpleClusterResolver`` for this task, without the
+        evaluators (they are not part of the training cluster)."""
         import tensorflow as tf  # noqa: PLC0415 - reading specs needs no TensorFlow
 
+        training = {k: v for k, v in self.as_dict().items() if k != "evaluator"}
         return tf.distribute.cluster_resolver.SimpleClusterResolver(
-            tf.train.ClusterSpec(self.as_dict()), task_type=self.task_type, task_id=self.task_index,
+            tf.train.ClusterSpec(training), task_type=self.task_type, task_id=self.task_index,
             rpc_layer=rpc_layer)
 
     def with_task(self, task_type: str, task_index: int) -> "ClusterSpec":
         """The same cluster, seen from another task."""
-        return ClusterSpec(self.cluster, task_type, task_index)
+        return ClusterSpec(self.cluster, task_type, task_index, source=self.source)
 
 
 def _check_cluster(cluster: Any) -> dict[str, tuple[str, ...]]:

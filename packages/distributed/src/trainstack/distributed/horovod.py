@@ -127,10 +127,15 @@ class HorovodTrainer(AgreedInterrupt, SingleCostTrainer):
 
     def setup_callbacks(self, callbacks: Sequence[Callback], monitors: Sequence[MonitorBase]) -> None:
         """On non-chief ranks, drop the monitors that would write into the chief's logger directory."""
+        super().setup_callbacks(callbacks, self._monitors_of_this_rank(monitors))
+
+    def _monitors_of_this_rank(self, monitors: Sequence[MonitorBase]) -> Sequence[MonitorBase]:
+        """``monitors`` without the logger-directory writers when this rank shares rank 0's
+        directory and is not rank 0 (a collective: every rank calls it)."""
         chief_dir = self.hvd.broadcast_object(_logger_dir(), root_rank=0, name="trainstack_logger_dir")
         if not self.is_chief and chief_dir is not None and _logger_dir() == chief_dir:
-            monitors = without_logger_dir_writers(monitors, f"HorovodTrainer rank {self.rank}")
-        super().setup_callbacks(callbacks, monitors)
+            return without_logger_dir_writers(monitors, f"HorovodTrainer rank {self.rank}")
+        return monitors
 
     def _as_input_source(self, input: Any) -> InputSource:
         """An InputSource as it is; a dataflow (this rank's shard) fed by ``FeedInput``, as SimpleTrainer does."""
@@ -152,6 +157,20 @@ class HorovodTrainer(AgreedInterrupt, SingleCostTrainer):
 
     def _num_processes(self) -> int:
         return self.size
+
+    def _worker_mean(self) -> Any:
+        """The training towers' ``cross_worker_mean``: :meth:`mean_over_workers`."""
+        return self.mean_over_workers
+
+    def mean_over_workers(self, tensors: Sequence[tf.Tensor]) -> list[tf.Tensor]:
+        """Each tensor averaged over the processes (one grouped Horovod all-reduce, named after the
+        tensors' ops so that the ranks' calls meet): ``BatchNorm(sync_statistics='horovod')``'s
+        ``E[x]`` and ``E[x^2]``. With one process, the tensors as they are."""
+        tensors = list(tensors)
+        if self.size == 1:
+            return tensors
+        with tf.name_scope("HorovodCrossWorkerMean"):
+            return list(self.hvd.grouped_allreduce(tensors, op=self.hvd.Average))
 
     def _compute_gradients(self, tape: tf.GradientTape, cost: tf.Tensor) -> list:
         grads_and_vars = super()._compute_gradients(tape, cost)
@@ -183,6 +202,10 @@ class HorovodTrainer(AgreedInterrupt, SingleCostTrainer):
             if session_init is not None:
                 logger.info("HorovodTrainer: rank %d does not restore %r; it receives rank 0's values.",
                             self.rank, session_init)
+        self._sync_from_chief()
+
+    def _sync_from_chief(self) -> None:
+        """Give every rank rank 0's variables and loop counters (collectives: every rank calls it)."""
         self.broadcast_variables()
         # a resumed chief (restore_loop_state) continues where it stopped: so must the others
         chief_loop = self.hvd.broadcast_object(self.loop.state_dict(), root_rank=0, name="trainstack_loop_state")

@@ -2,8 +2,9 @@
 
 One process per worker, each with a replica of every variable, on
 TensorFlow's ``tf.distribute.MultiWorkerMirroredStrategy``. The workers come
-from a cluster spec (``TF_CONFIG``, or ``cluster=..., task_type=...,
-task_index=...``; see :mod:`trainstack.distributed.cluster`). One step:
+from a cluster spec (``TF_CONFIG``, a Slurm job step's ``SLURM_*`` variables, or
+``cluster=..., task_type=..., task_index=...``; see :mod:`trainstack.distributed.cluster`
+and :mod:`trainstack.distributed.environment`). One step:
 
 1. each worker builds its training tower (``strategy.run``) on its *own*
    batch from its *own* InputSource (give each worker its shard of the
@@ -51,6 +52,7 @@ from trainstack.towers.trainers.trainer import TowerResult
 
 from ._writers import without_logger_dir_writers
 from .cluster import ClusterSpec
+from .evaluator import refuse_evaluator
 from .interrupt import AgreedInterrupt
 
 __all__ = ["DistributedTrainerReplicated", "BroadcastFromChief", "make_strategy"]
@@ -68,6 +70,7 @@ def make_strategy(cluster: ClusterSpec, *, timeout_seconds: float | None = 60.0,
     the process sees a GPU, else ring). ``timeout_seconds``: the collectives' timeout, so a dead
     peer gives an error instead of a hang (None: wait forever). Call before any TF op runs.
     """
+    refuse_evaluator(cluster, "DistributedTrainerReplicated (MultiWorkerMirroredStrategy)")
     if cluster.task_type not in ("chief", "worker"):
         raise ValueError(f"MultiWorkerMirroredStrategy runs on chief/worker tasks, not on "
                          f"{cluster.task_name!r}; run ps tasks with run_server()")
@@ -105,7 +108,8 @@ class DistributedTrainerReplicated(AgreedInterrupt, SingleCostTrainer):
     """Synchronous data-parallel training over the workers of a cluster; see the module docstring.
 
     ``cluster``: a :class:`ClusterSpec`, a cluster dict (then ``task_type`` and
-    ``task_index`` name this process), or None to read ``TF_CONFIG``.
+    ``task_index`` name this process), or None for the environment's (``TF_CONFIG``, a Slurm
+    job step, else one local worker: :func:`~trainstack.distributed.cluster_from_environment`).
     ``average``: average the workers' gradients (True) or sum them.
     ``timeout_seconds`` and ``implementation``: see :func:`make_strategy`.
     """

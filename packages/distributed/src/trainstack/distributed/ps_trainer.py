@@ -54,6 +54,7 @@ from trainstack.towers.tower.gradproc import check_optimizer, unwrap_optimizer
 from trainstack.towers.trainers.replicated import create_variables_outside_function
 
 from .cluster import ClusterSpec
+from .evaluator import refuse_evaluator
 from .multiworker import _container
 
 __all__ = ["DistributedTrainerParameterServer", "DistributedReplicatedTrainer", "run_server",
@@ -76,7 +77,8 @@ def run_server(cluster: ClusterSpec) -> None:
 def serve_unless_chief(cluster: ClusterSpec | Mapping[str, Any] | None = None,
                        task_type: str | None = None, task_index: int | None = None) -> ClusterSpec:
     """On a ps/worker task: :func:`run_server` (never returns). On the chief: the spec."""
-    spec = ClusterSpec.resolve(cluster, task_type, task_index)
+    spec = ClusterSpec.resolve(cluster, task_type, task_index, local=False)
+    refuse_evaluator(spec, "serve_unless_chief()")
     if spec.task_type in ("ps", "worker"):
         run_server(spec)
     return spec
@@ -115,14 +117,16 @@ class DistributedTrainerParameterServer(SingleCostTrainer):
     """Asynchronous training on ParameterServerStrategy, run by the chief; see the module docstring.
 
     ``cluster``: a ClusterSpec (from :func:`serve_unless_chief`), a cluster dict with
-    ``task_type``/``task_index``, or None (TF_CONFIG). The cluster needs ``ps`` and
+    ``task_type``/``task_index``, or None (TF_CONFIG, or a Slurm job step with
+    ``TRAINSTACK_SLURM_ROLES``: see ``cluster_from_environment``). The cluster needs ``ps`` and
     ``worker`` tasks; this process must be its ``chief``.
     """
 
     def __init__(self, cluster: ClusterSpec | Mapping[str, Any] | None = None,
                  task_type: str | None = None, task_index: int | None = None, *,
                  config: Any = None) -> None:
-        spec = ClusterSpec.resolve(cluster, task_type, task_index)
+        spec = ClusterSpec.resolve(cluster, task_type, task_index, local=False)
+        refuse_evaluator(spec, "DistributedTrainerParameterServer")
         missing = [t for t in ("chief", "worker", "ps") if t not in spec.cluster]
         if missing:
             raise ValueError(f"DistributedTrainerParameterServer needs chief, worker and ps tasks; the "

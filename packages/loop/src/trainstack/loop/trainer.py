@@ -293,26 +293,7 @@ class Trainer:
         error: BaseException | None = None
         try:
             group.before_train()
-            for epoch in loop.epochs():
-                logger.info("Start epoch %d ...", epoch)
-                group.before_epoch()
-                start = time.perf_counter()
-                if loop.stop_requested:
-                    raise StopTraining(loop.stop_reason)
-                for _ in loop.steps(steps_per_run):
-                    self.run_step()
-                    group.trigger_step()
-                    # checked here, not before the next step: the loop state then names the last
-                    # step that ran, and a run resumed from a checkpoint saved now misses none
-                    if loop.stop_requested:
-                        raise StopTraining(loop.stop_reason)
-                group.after_epoch()
-                logger.info("Epoch %d (global_step %d) finished, time: %.3f s.",
-                            epoch, loop.global_step, time.perf_counter() - start)
-                group.trigger_epoch()
-                group.report_slow(f"epoch {epoch}")
-                if loop.stop_requested:
-                    raise StopTraining(loop.stop_reason)
+            self._run_epochs(group, steps_per_run)
             logger.info("Training has finished!")
         except (StopTraining, *self.stop_exceptions) as e:
             logger.info("Training was stopped by %s: %s", type(e).__name__, e)
@@ -330,6 +311,34 @@ class Trainer:
             failures = group.after_train()
             if failures and error is None:
                 raise failures[0]
+
+    def _run_epochs(self, group: Callbacks, steps_per_run: int) -> None:
+        """The epochs and steps of :meth:`_run_loop`, from the loop's position to ``max_epoch``:
+        everything between the callbacks' ``before_train`` and ``after_train``. A hook for
+        trainers that drive this part themselves (trainstack.distributed's
+        ElasticHorovodTrainer runs it under Horovod's elastic driver, committing as it goes);
+        such an override must keep the order of the hooks below."""
+        loop = self.loop
+        for epoch in loop.epochs():
+            logger.info("Start epoch %d ...", epoch)
+            group.before_epoch()
+            start = time.perf_counter()
+            if loop.stop_requested:
+                raise StopTraining(loop.stop_reason)
+            for _ in loop.steps(steps_per_run):
+                self.run_step()
+                group.trigger_step()
+                # checked here, not before the next step: the loop state then names the last
+                # step that ran, and a run resumed from a checkpoint saved now misses none
+                if loop.stop_requested:
+                    raise StopTraining(loop.stop_reason)
+            group.after_epoch()
+            logger.info("Epoch %d (global_step %d) finished, time: %.3f s.",
+                        epoch, loop.global_step, time.perf_counter() - start)
+            group.trigger_epoch()
+            group.report_slow(f"epoch {epoch}")
+            if loop.stop_requested:
+                raise StopTraining(loop.stop_reason)
 
     def _run_size_limit(self) -> int:
         """``steps_per_run``, or 1 when a callback needs every step (logged)."""
