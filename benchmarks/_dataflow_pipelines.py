@@ -63,3 +63,32 @@ def light(dp: list[int]) -> list:
     for _ in range(4):
         x = np.sqrt(np.abs(x) + 1.0)
     return [x, np.int64(i)]
+
+
+LMDB_IMAGE = (32, 32, 3)  # the stored image of the LMDB pipeline (raw uint8 bytes, 3 KB)
+LMDB_SIZE = 4096  # datapoints in the LMDB file
+
+
+class RawImages:
+    """``LMDB_SIZE`` datapoints ``[image bytes, label]``: what tensorpack's "Efficient DataFlow"
+    tutorial serializes into one LMDB file (there, JPEG bytes; here raw pixels, so that the
+    decode below costs the same in every library)."""
+
+    def reset_state(self) -> None:
+        pass
+
+    def __len__(self) -> int:
+        return LMDB_SIZE
+
+    def __iter__(self) -> Iterator[list]:
+        rng = np.random.default_rng(0)
+        for i in range(LMDB_SIZE):
+            yield [rng.integers(0, 256, LMDB_IMAGE, dtype=np.uint8).tobytes(), i % 10]
+
+
+def decode(dp: list) -> list:
+    """The tutorial's decode in a worker: bytes to an image, a flip, scaled to [0, 1]."""
+    img = np.frombuffer(dp[0], dtype=np.uint8).reshape(LMDB_IMAGE)
+    if dp[1] % 2:
+        img = img[:, ::-1]
+    return [img.astype(np.float32) / 255.0, np.int64(dp[1])]

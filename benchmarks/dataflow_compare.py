@@ -11,7 +11,12 @@ Pipelines (their work is in ``_dataflow_pipelines.py``):
 - ``light``: a map of about 50 microseconds in 2 workers, datapoint by datapoint: serialization
   and transfer dominate;
 - ``large``: one 4 MB float32 array per datapoint from 2 workers (``MultiProcessRunnerZMQ``):
-  copying dominates.
+  copying dominates;
+- ``lmdb``: tensorpack's "Efficient DataFlow" recipe: a dataset of 4096 images written once into
+  one LMDB file by each library's ``LMDBSerializer.save``, read back sequentially
+  (``LMDBSerializer.load(path, shuffle=False)``, repeated), shuffled locally
+  (``LocallyShuffleData(df, 1000)``), decoded in 2 worker processes (``MultiProcessMapData``),
+  batched by 64. tf.data has no LMDB reader: the tf.data columns are empty on this row.
 
 Contenders run in rounds, one block each per round (``--seconds`` of reading after a warm-up
 that includes the workers' start-up); a ratio is the median over rounds of the ratio of two
@@ -21,10 +26,13 @@ contenders' rates within a round, as in keras_compare.py. Needs tensorpack 0.11 
 from __future__ import annotations
 
 import argparse
+import atexit
 import gc
 import os
 import platform
+import shutil
 import statistics
+import tempfile
 import time
 from typing import Any, Callable, Iterable, Iterator
 
@@ -36,7 +44,19 @@ import _dataflow_pipelines as work  # noqa: E402
 
 BATCH = 64
 # pipeline -> (what one item is, items per datapoint read)
-UNITS = {"augment-1w": "batches", "augment-2w": "batches", "light": "datapoints", "large": "datapoints"}
+UNITS = {"augment-1w": "batches", "augment-2w": "batches", "light": "datapoints", "large": "datapoints",
+         "lmdb": "batches"}
+LMDB_DIR = tempfile.mkdtemp(prefix="dataflow_compare_")  # one LMDB file per library, written once
+atexit.register(shutil.rmtree, LMDB_DIR, ignore_errors=True)
+
+
+def lmdb_file(lib: Any) -> str:
+    """The LMDB file ``lib``'s ``LMDBSerializer.save`` wrote of ``work.RawImages()`` (written on
+    first use: the write is not timed)."""
+    path = os.path.join(LMDB_DIR, lib.__name__.split(".")[0] + ".lmdb")
+    if not os.path.exists(path):
+        lib.LMDBSerializer.save(lib.DataFromList(list(work.RawImages()), shuffle=False), path)
+    return path
 
 
 # -- the contenders: each returns an iterable to read, and a function that releases it ------------
@@ -47,6 +67,10 @@ def dataflow_pipeline(lib: Any, name: str) -> tuple[Iterable, Callable[[], None]
         workers = int(name[-2])
         df = lib.BatchData(lib.MultiProcessMapData(work.Indices(), num_proc=workers, map_func=work.augment),
                            BATCH)
+    elif name == "lmdb":
+        df = lib.LMDBSerializer.load(lmdb_file(lib), shuffle=False)
+        df = lib.LocallyShuffleData(lib.RepeatedData(df, -1), 1000)
+        df = lib.BatchData(lib.MultiProcessMapData(df, num_proc=2, map_func=work.decode), BATCH)
     elif name == "light":
         df = lib.MultiProcessMapData(work.Indices(), num_proc=2, map_func=work.light)
     else:
@@ -109,10 +133,12 @@ def contenders(name: str) -> dict[str, Callable[[], tuple[Iterable, Callable[[],
     import tensorpack.dataflow as tp_df
 
     import trainstack.dataflow as ts_df
-    return {"trainstack": lambda: dataflow_pipeline(ts_df, name),
-            "tensorpack 0.11": lambda: dataflow_pipeline(tp_df, name),
-            "tf.data, py_function": lambda: tfdata_pipeline(name, native=False),
-            "tf.data, native ops": lambda: tfdata_pipeline(name, native=True)}
+    found = {"trainstack": lambda: dataflow_pipeline(ts_df, name),
+             "tensorpack 0.11": lambda: dataflow_pipeline(tp_df, name)}
+    if name != "lmdb":  # tf.data reads no LMDB
+        found["tf.data, py_function"] = lambda: tfdata_pipeline(name, native=False)
+        found["tf.data, native ops"] = lambda: tfdata_pipeline(name, native=True)
+    return found
 
 
 # -- timing ----------------------------------------------------------------------------------------
@@ -158,12 +184,15 @@ def main() -> None:
     results = {name: measure(name, args.rounds, args.seconds) for name in args.pipelines}
     print("\nitems/s (median over rounds); in brackets, trainstack's rate over the contender's "
           "(median over rounds of the ratio within a round)\n")
-    names = list(next(iter(results.values())))
+    names = max((list(rates) for rates in results.values()), key=len)
     print("| pipeline | " + " | ".join(names) + " |")
     print("|---|" + "---|" * len(names))
     for name, rates in results.items():
         cells = []
         for contender in names:
+            if contender not in rates:
+                cells.append("—")
+                continue
             within = statistics.median(a / b for a, b in zip(rates["trainstack"], rates[contender]))
             cells.append(f"{statistics.median(rates[contender]):.0f}"
                          + ("" if contender == "trainstack" else f" ({within:.2f}x)"))
