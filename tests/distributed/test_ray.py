@@ -19,7 +19,9 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
+import tempfile
 import sys
 import textwrap
 
@@ -34,7 +36,7 @@ import ray_job  # noqa: E402
 from mw_model import ATOL, BATCH, RTOL, Classifier, make_data, shard, weights  # noqa: E402
 
 DRIVER = os.path.join(HERE, "ray_job.py")
-DRIVER_TIMEOUT_S = 900
+DRIVER_TIMEOUT_S = 600
 
 
 def _env() -> dict[str, str]:
@@ -50,9 +52,16 @@ def _env() -> dict[str, str]:
 
 
 def _drive(out) -> None:
-    with open(out / "driver.log", "w") as log:
-        proc = subprocess.run([sys.executable, DRIVER, "--out", str(out)], env=_env(), stdout=log,
-                              stderr=subprocess.STDOUT, timeout=DRIVER_TIMEOUT_S)
+    # Ray's own directory: not under the session's virtualenv (nox puts TMPDIR there, and Ray's
+    # workers refuse a temp_dir inside a virtualenv: they die at start and the driver waits for
+    # them forever), and short (its Unix sockets live there); removed afterwards
+    ray_tmp = tempfile.mkdtemp(prefix="ray-", dir="/tmp")
+    try:
+        with open(out / "driver.log", "w") as log:
+            proc = subprocess.run([sys.executable, DRIVER, "--out", str(out)], env={**_env(), "RAY_TMPDIR": ray_tmp},
+                                  stdout=log, stderr=subprocess.STDOUT, timeout=DRIVER_TIMEOUT_S)
+    finally:
+        shutil.rmtree(ray_tmp, ignore_errors=True)
     if proc.returncode != 0:
         raise AssertionError(f"ray_job.py failed ({proc.returncode}):\n{_tail(out)}")
 
