@@ -51,7 +51,6 @@ import tensorflow as tf
 from trainstack.callbacks.callback_state import stateful_callbacks
 from trainstack.inputs import InputSource
 from trainstack.loop import Callback, MonitorBase
-from trainstack.loop.stop import StopTraining
 from trainstack.loop.checks import check_int
 from trainstack.towers.tower.step import TracedStep
 
@@ -208,31 +207,18 @@ class ElasticHorovodTrainer(HorovodTrainer):
         _apply(self, state.training)
         self._adapt_to_world_size(state)
         loop = self.loop
-        last_commit = loop.global_step
-        for epoch in loop.epochs():
-            logger.info("Start epoch %d ...", epoch)
-            group.before_epoch()
-            start = time.perf_counter()
-            if loop.stop_requested:
-                raise StopTraining(loop.stop_reason)
-            for _ in loop.steps(steps_per_run):
-                self.run_step()
-                group.trigger_step()
-                if loop.stop_requested:
-                    raise StopTraining(loop.stop_reason)
-                if (loop.global_step - last_commit >= self.commit_every
-                        and loop.local_step < loop.steps_per_epoch - 1):  # the epoch's end commits anyway
-                    state.commit()
-                    last_commit = loop.global_step
-            group.after_epoch()
-            logger.info("Epoch %d (global_step %d) finished, time: %.3f s.",
-                        epoch, loop.global_step, time.perf_counter() - start)
-            group.trigger_epoch()
-            group.report_slow(f"epoch {epoch}")
+        last_commit = [loop.global_step]
+
+        def commit() -> None:
             state.commit()
-            last_commit = loop.global_step
-            if loop.stop_requested:
-                raise StopTraining(loop.stop_reason)
+            last_commit[0] = loop.global_step
+
+        def commit_when_due() -> None:
+            if (loop.global_step - last_commit[0] >= self.commit_every
+                    and loop.local_step < loop.steps_per_epoch - 1):  # the epoch's end commits anyway
+                commit()
+
+        super()._run_epochs(group, steps_per_run, after_step=commit_when_due, after_epoch=commit)
 
     def _adapt_to_world_size(self, state: Any) -> None:
         """After a membership change: retrace the step for the new size, call the callbacks'

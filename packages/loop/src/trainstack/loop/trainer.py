@@ -312,12 +312,15 @@ class Trainer:
             if failures and error is None:
                 raise failures[0]
 
-    def _run_epochs(self, group: Callbacks, steps_per_run: int) -> None:
+    def _run_epochs(self, group: Callbacks, steps_per_run: int, *,
+                    after_step: Callable[[], None] | None = None,
+                    after_epoch: Callable[[], None] | None = None) -> None:
         """The epochs and steps of :meth:`_run_loop`, from the loop's position to ``max_epoch``:
         everything between the callbacks' ``before_train`` and ``after_train``. A hook for
         trainers that drive this part themselves (trainstack.distributed's
-        ElasticHorovodTrainer runs it under Horovod's elastic driver, committing as it goes);
-        such an override must keep the order of the hooks below."""
+        ElasticHorovodTrainer runs it under Horovod's elastic driver): such an override calls
+        this one, with ``after_step`` (run after each step's callbacks, when training goes on)
+        and ``after_epoch`` (after each epoch's) for what it adds, such as committing state."""
         loop = self.loop
         for epoch in loop.epochs():
             logger.info("Start epoch %d ...", epoch)
@@ -332,11 +335,15 @@ class Trainer:
                 # step that ran, and a run resumed from a checkpoint saved now misses none
                 if loop.stop_requested:
                     raise StopTraining(loop.stop_reason)
+                if after_step is not None:
+                    after_step()
             group.after_epoch()
             logger.info("Epoch %d (global_step %d) finished, time: %.3f s.",
                         epoch, loop.global_step, time.perf_counter() - start)
             group.trigger_epoch()
             group.report_slow(f"epoch {epoch}")
+            if after_epoch is not None:
+                after_epoch()
             if loop.stop_requested:
                 raise StopTraining(loop.stop_reason)
 
