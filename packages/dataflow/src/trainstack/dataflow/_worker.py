@@ -26,7 +26,8 @@ from multiprocessing.connection import Connection, wait
 from typing import Any, Callable, Iterator
 
 from .base import fix_rng_seed
-from .codec import decode_frame, encode_frame
+from .codec import (OOB_MIN_BYTES, decode_frame, encode_frame, encode_frame_oob, pack_datapoint_oob,
+                    results_frame, send_frame)
 from .errors import EmptyDataFlowError, FrameError
 from .protocol import reset_dataflow
 
@@ -69,18 +70,19 @@ def run_map_worker(conn: Connection, payload: bytes, index: int, count: int, see
     _serve(conn, index, count, work)
 
 
-def _serve(conn: Connection, index: int, count: int, work: Callable[[], Iterator[bytes]]) -> None:
+def _serve(conn: Connection, index: int, count: int,
+           work: Callable[[], Iterator[tuple[bytes, list[memoryview]]]]) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the trainer's: it stops the workers
     _exit_with_parent()
     try:
-        for frame in work():
-            _send(conn, frame)
+        for frame, buffers in work():
+            _send(conn, frame, buffers)
     except _TrainerGone:
         return
     except BaseException:  # noqa: BLE001 - reported to the trainer, which raises it
         message = f"worker {index} of {count} (pid {os.getpid()}) failed:\n{traceback.format_exc()}"
         try:
-            _send(conn, encode_frame("error", message=message))
+            _send(conn, encode_frame("error", message=message), [])
         except _TrainerGone:
             pass
         raise SystemExit(1) from None
@@ -97,7 +99,8 @@ def _seed_rngs(seed: int | None) -> None:
 
 
 def _frames(dataflow: Any, index: int, count: int, sharded: bool,
-            map_func: Callable[[Any], Any] | None, forbid_empty_pass: bool) -> Iterator[bytes]:
+            map_func: Callable[[Any], Any] | None,
+            forbid_empty_pass: bool) -> Iterator[tuple[bytes, list[memoryview]]]:
     """The frames of pass after pass; a sharded worker keeps datapoints ``k % count == index``."""
     for pass_num in itertools.count():
         empty = True
@@ -107,11 +110,11 @@ def _frames(dataflow: Any, index: int, count: int, sharded: bool,
                 continue
             if map_func is not None:
                 datapoint = map_func(datapoint)
-            yield encode_frame("data", pass_num=pass_num, datapoint=datapoint)
+            yield encode_frame_oob("data", OOB_MIN_BYTES, pass_num=pass_num, datapoint=datapoint)
         if empty and forbid_empty_pass:
             raise EmptyDataFlowError(f"the dataflow {type(dataflow).__name__} yielded no datapoint in "
                                      "a whole pass; a worker needs at least one datapoint per pass")
-        yield encode_frame("end_of_pass", pass_num=pass_num)
+        yield encode_frame("end_of_pass", pass_num=pass_num), []
 
 
 def _read_tasks(conn: Connection, tasks: queue.SimpleQueue) -> None:
@@ -122,20 +125,40 @@ def _read_tasks(conn: Connection, tasks: queue.SimpleQueue) -> None:
         tasks.put(None)  # the trainer closed its end: no more tasks
 
 
-def _results(tasks: queue.SimpleQueue, map_func: Callable[[Any], Any]) -> Iterator[bytes]:
+def _results(tasks: queue.SimpleQueue,
+             map_func: Callable[[Any], Any]) -> Iterator[tuple[bytes, list[memoryview]]]:
+    """``results`` frames answering the ``tasks`` frames (the trainer sends several datapoints
+    per frame when it has several to send, so that both directions cost one message per chunk)."""
     while True:
         data = tasks.get()
         if data is None:
             raise _TrainerGone()
         frame = decode_frame(data, peer="the trainer", trusted=True)
-        if frame["kind"] != "task":
-            raise FrameError(f"a map worker expects 'task' frames, got a {frame['kind']!r} frame")
-        yield encode_frame("result", datapoint=map_func(frame["datapoint"]))
+        if frame["kind"] == "tasks":
+            # Each result is packed as soon as it is mapped (a map_func may reuse its output
+            # arrays). One frame answers the whole chunk, unless a result has out-of-band arrays
+            # (sent as views of the arrays themselves): then the frame goes at once, with it.
+            packed: list[bytes] = []
+            answered = 0  # tasks answered by ``packed``
+            for datapoint in frame["datapoints"]:
+                result = map_func(datapoint)
+                answered += 1
+                if result is None:
+                    continue
+                data, buffers = pack_datapoint_oob(result, OOB_MIN_BYTES)
+                packed.append(data)
+                if buffers:
+                    yield results_frame(answered, packed), buffers
+                    packed, answered = [], 0
+            if answered:
+                yield results_frame(answered, packed), []
+        else:
+            raise FrameError(f"a map worker expects 'tasks' frames, got a {frame['kind']!r} frame")
 
 
-def _send(conn: Connection, frame: bytes) -> None:
+def _send(conn: Connection, frame: bytes, buffers: list[memoryview]) -> None:
     try:
-        conn.send_bytes(frame)
+        send_frame(conn, frame, buffers)
     except OSError as e:  # BrokenPipeError, ConnectionResetError, a closed handle
         raise _TrainerGone() from e
 

@@ -20,9 +20,12 @@ import dataclasses
 import logging
 import multiprocessing as mp
 import multiprocessing.spawn as mp_spawn
+import os
 import pickle
 import secrets
 import signal
+import socket
+import stat
 import sys
 import threading
 import weakref
@@ -32,8 +35,13 @@ from typing import Any, Callable, Iterator
 
 import cloudpickle
 
+try:
+    import fcntl
+except ImportError:  # Windows
+    fcntl = None  # type: ignore[assignment]
+
 from .base import fixed_rng_seed
-from .codec import decode_frame
+from .codec import recv_frame
 from .errors import FrameError, InputError, InputWorkerError
 
 logger = logging.getLogger("trainstack.dataflow")
@@ -49,6 +57,7 @@ class Worker:
     conn: Connection
     pass_num: int = 0  # the pass its next frame belongs to (stream workers)
     in_flight: int = 0  # tasks sent and not yet answered (map workers)
+    pipe_bytes: int = 0  # what its pipe took of the budget of enlarged pipes
 
 
 def pickle_payload(obj: Any, what: str, who: str) -> bytes:
@@ -109,16 +118,71 @@ def start_workers(who: str, start_method: str, target: Callable[..., None], work
                     mine, theirs = ctx.Pipe(duplex=True)
                 else:
                     mine, theirs = ctx.Pipe(duplex=False)  # (reader, writer): only the worker writes
+                pipe_bytes = _enlarge_buffers(mine, theirs)
                 process = ctx.Process(target=target, kwargs={"conn": theirs, **kwargs},
                                       name=f"trainstack-dataflow-worker-{i}", daemon=True)
-                process.start()
+                try:
+                    process.start()
+                except BaseException:
+                    _release_pipe(pipe_bytes)
+                    mine.close()
+                    theirs.close()
+                    raise
                 theirs.close()  # the worker's exit then reads as EOF here
-                workers.append(Worker(i, process, mine))
+                workers.append(Worker(i, process, mine, pipe_bytes=pipe_bytes))
     except BaseException:
         stop_workers(workers)
         raise
     logger.debug("%s: started worker processes %s", who, [w.process.pid for w in workers])
     return workers
+
+
+#: The kernel buffer asked for each worker's connection: a large datapoint then crosses it in a
+#: few system calls and wake-ups instead of one per 64 KiB (Linux's default pipe size); 1 MiB
+#: measured 1.4x 256 KiB on 4 MB datapoints. Linux counts a user's pipe pages
+#: (fs.pipe-user-pages-soft, 64 MiB by default) and past that limit gives every new pipe of the
+#: user the smallest size, so this process enlarges pipes only up to :data:`_PIPE_BUDGET_BYTES`
+#: in all (the workers' pipes that are open); beyond, new workers keep the default.
+_CONN_BUFFER_BYTES = 1 << 20
+_PIPE_BUDGET_BYTES = 16 << 20
+_F_SETPIPE_SZ = getattr(fcntl, "F_SETPIPE_SZ", 1031) if fcntl is not None else None
+_pipe_bytes = 0  # what the open enlarged pipes of this process hold (under _hook_lock)
+
+
+def _enlarge_buffers(mine: Connection, theirs: Connection) -> int:
+    """Ask for :data:`_CONN_BUFFER_BYTES` of kernel buffer on a worker's pipe or socket pair;
+    where the system refuses (limits, another OS), the default stays. Returns the pipe bytes
+    taken from the budget (to give back with :func:`_release_pipe`)."""
+    global _pipe_bytes
+    for conn in (mine, theirs):
+        fd = conn.fileno()
+        try:
+            mode = os.fstat(fd).st_mode
+            if stat.S_ISFIFO(mode):
+                if _F_SETPIPE_SZ is None or not sys.platform.startswith("linux"):
+                    return 0
+                with _hook_lock:
+                    if _pipe_bytes + _CONN_BUFFER_BYTES > _PIPE_BUDGET_BYTES:
+                        return 0
+                    size = fcntl.fcntl(fd, _F_SETPIPE_SZ, _CONN_BUFFER_BYTES)
+                    _pipe_bytes += size
+                    return size  # one pipe, one buffer
+            if stat.S_ISSOCK(mode):
+                sock = socket.socket(fileno=os.dup(fd))
+                try:
+                    sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, _CONN_BUFFER_BYTES)
+                    sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, _CONN_BUFFER_BYTES)
+                finally:
+                    sock.close()
+        except OSError:
+            return 0
+    return 0
+
+
+def _release_pipe(size: int) -> None:
+    global _pipe_bytes
+    with _hook_lock:
+        _pipe_bytes = max(0, _pipe_bytes - size)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -159,6 +223,8 @@ def stop_workers(workers: list[Worker], timeout: float = 5.0) -> None:
             w.process.join(timeout)
     for w in workers:
         w.conn.close()
+        _release_pipe(w.pipe_bytes)
+        w.pipe_bytes = 0
     for w in live:
         process = w.process
         if process.is_alive():  # not even SIGKILL stopped it within the timeout: keep its handle
@@ -173,10 +239,9 @@ def stop_workers(workers: list[Worker], timeout: float = 5.0) -> None:
 def receive(who: str, w: Worker, count: int, closing: bool, during: str = "") -> dict[str, Any]:
     """The next frame of worker ``w``; its error frame or its death raises InputWorkerError."""
     try:
-        data = w.conn.recv_bytes()
+        frame = recv_frame(w.conn, peer=f"{who} worker {w.index}")
     except EOFError:
         raise worker_failure(who, w, count, closing, during) from None
-    frame = decode_frame(data, peer=f"{who} worker {w.index}", trusted=True)
     if frame["kind"] == "error":
         raise InputWorkerError(f"{who}: {frame['message']}")
     return frame
@@ -189,7 +254,7 @@ def worker_failure(who: str, w: Worker, count: int, closing: bool, during: str =
     w.process.join(1.0)
     try:
         while w.conn.poll(0):
-            frame = decode_frame(w.conn.recv_bytes(), peer=f"{who} worker {w.index}", trusted=True)
+            frame = recv_frame(w.conn, peer=f"{who} worker {w.index}")
             if frame["kind"] == "error":
                 return InputWorkerError(f"{who}: {frame['message']}")
     except (EOFError, OSError, FrameError):

@@ -20,13 +20,25 @@ A frame is a msgpack map with a ``kind``:
 - ``{"kind": "end_of_pass", "pass_num": p}``: the sender finished pass ``p``;
 - ``{"kind": "error", "message": text}``: the sender failed (``text`` has its traceback);
 - ``{"kind": "task", "datapoint": dp}``: a datapoint for a map worker to map;
-- ``{"kind": "result", "datapoint": dp}``: a map worker's result of one task (None: dropped).
+- ``{"kind": "result", "datapoint": dp}``: a map worker's result of one task (None: dropped);
+- ``{"kind": "tasks", "datapoints": [dp, ...]}``: several datapoints for a map worker, in order;
+- ``{"kind": "results", "count": n, "datapoints": [dp, ...]}``: a map worker's results of the
+  ``n`` datapoints of one ``tasks`` frame, in their order, those mapped to None left out.
+
+Between trainstack's own processes only, :func:`encode_frame_oob` sends large arrays
+*out of band*: the frame holds their dtype and shape (extension type 4) and their raw bytes
+follow the frame on the same connection, written straight from the array
+(:func:`send_frame`) and read straight into the new array (:func:`recv_frame`), with no
+copy in user space. Only a decoder given an ``oob`` list accepts them (never a remote peer).
 
 This module imports no TensorFlow (nothing in ``trainstack.dataflow`` does).
 """
 from __future__ import annotations
 
 import math
+import os
+import struct
+import sys
 import reprlib
 from typing import Any
 
@@ -62,6 +74,7 @@ __all__ = ["dumps", "loads", "encode_frame", "decode_frame", "FRAME_FIELDS"]
 _EXT_NDARRAY = 1
 _EXT_NUMPY_SCALAR = 2
 _EXT_BIG_INT = 3
+_EXT_OOB_NDARRAY = 4
 _INT_RANGE = range(-(2**63), 2**64)  # what msgpack encodes as a plain int
 # bool, ints, floats, complex, bytes, str, timedelta, datetime: plain bytes with no references
 _SENDABLE_KINDS = "biufcSUmM"
@@ -74,6 +87,8 @@ FRAME_FIELDS: dict[str, dict[str, tuple[type, ...]]] = {
     "error": {"message": (str,)},
     "task": {"datapoint": (object,)},
     "result": {"datapoint": (object,)},
+    "tasks": {"datapoints": (list,)},
+    "results": {"count": (int,), "datapoints": (list,)},
 }
 
 
@@ -171,19 +186,7 @@ def _decode_array(payload: bytes) -> np.ndarray:
             or not isinstance(header[1], list) or not isinstance(header[2], bytes)):
         raise _BadExt(f"an array must be [dtype str, shape list, bytes], got {reprlib.repr(header)}")
     dtype_str, shape, raw = header
-    if len(dtype_str) > _MAX_DTYPE_CHARS:
-        raise _BadExt(f"dtype {reprlib.repr(dtype_str)} is longer than {_MAX_DTYPE_CHARS} characters")
-    try:
-        dtype = np.dtype(dtype_str)
-    except Exception:  # noqa: BLE001 - NumPy raises TypeError, ValueError, SyntaxError, ...
-        raise _BadExt(f"unknown dtype {reprlib.repr(dtype_str)}") from None
-    if dtype.kind not in _SENDABLE_KINDS or dtype.hasobject or dtype.itemsize == 0:
-        raise _BadExt(f"refused dtype {reprlib.repr(dtype_str)}: only plain numeric, bytes, str and "
-                      "datetime arrays with items of at least one byte are accepted")
-    if len(shape) > _MAX_DIMS:
-        raise _BadExt(f"an array of {len(shape)} dimensions, more than {_MAX_DIMS}")
-    if not all(isinstance(d, int) and not isinstance(d, bool) and d >= 0 for d in shape):
-        raise _BadExt(f"bad shape {reprlib.repr(shape)}: expected non-negative ints")
+    dtype = _check_header_dtype_shape(dtype_str, shape)
     expected = math.prod(shape) * dtype.itemsize  # a Python int: claims do not overflow it
     if expected != len(raw):
         raise _BadExt(f"shape {tuple(shape)} of {dtype} needs {expected} bytes, the frame has {len(raw)}")
@@ -193,6 +196,59 @@ def _decode_array(payload: bytes) -> np.ndarray:
         raise _BadExt(f"shape {reprlib.repr(tuple(shape))} of {dtype} is not a NumPy array's: {e}") from None
     # a copy (of len(raw) bytes), so that the receiver gets an ordinary writable array
     return arr.copy()
+
+
+# dtype strings already checked (a few in practice; bounded, whatever a peer sends)
+_CHECKED_DTYPES: dict[str, np.dtype] = {}
+
+
+def _check_header_dtype_shape(dtype_str: str, shape: list) -> np.dtype:
+    """The dtype of an array's header, and its shape, checked; a bad one raises :class:`_BadExt`."""
+    dtype = _CHECKED_DTYPES.get(dtype_str)
+    if dtype is None:
+        dtype = _check_dtype(dtype_str)
+        if len(_CHECKED_DTYPES) < 256:
+            _CHECKED_DTYPES[dtype_str] = dtype
+    if len(shape) > _MAX_DIMS:
+        raise _BadExt(f"an array of {len(shape)} dimensions, more than {_MAX_DIMS}")
+    for d in shape:
+        if type(d) is not int or d < 0:  # msgpack gives plain ints (never bools for ints)
+            raise _BadExt(f"bad shape {reprlib.repr(shape)}: expected non-negative ints")
+    return dtype
+
+
+def _check_dtype(dtype_str: str) -> np.dtype:
+    if len(dtype_str) > _MAX_DTYPE_CHARS:
+        raise _BadExt(f"dtype {reprlib.repr(dtype_str)} is longer than {_MAX_DTYPE_CHARS} characters")
+    try:
+        dtype = np.dtype(dtype_str)
+    except Exception:  # noqa: BLE001 - NumPy raises TypeError, ValueError, SyntaxError, ...
+        raise _BadExt(f"unknown dtype {reprlib.repr(dtype_str)}") from None
+    if dtype.kind not in _SENDABLE_KINDS or dtype.hasobject or dtype.itemsize == 0:
+        raise _BadExt(f"refused dtype {reprlib.repr(dtype_str)}: only plain numeric, bytes, str and "
+                      "datetime arrays with items of at least one byte are accepted")
+    return dtype
+
+
+def _oob_placeholder(payload: bytes, oob: list[np.ndarray] | None) -> np.ndarray:
+    """The empty array an out-of-band array's bytes will be read into (appended to ``oob``)."""
+    if oob is None:
+        raise _BadExt("an out-of-band array (extension type 4), which only trainstack's own worker "
+                      "processes send")
+    try:
+        header = unpackb(payload, raw=False)
+    except Exception as e:  # noqa: BLE001 - msgpack raises many kinds; all mean "malformed"
+        raise _BadExt(f"an out-of-band array's header is not msgpack ({_describe(e)})") from None
+    if (not isinstance(header, list) or len(header) != 2 or not isinstance(header[0], str)
+            or not isinstance(header[1], list)):
+        raise _BadExt(f"an out-of-band array must be [dtype str, shape list], got {reprlib.repr(header)}")
+    dtype = _check_header_dtype_shape(*header)
+    try:
+        arr = np.empty(header[1], dtype=dtype)
+    except (ValueError, MemoryError) as e:
+        raise _BadExt(f"shape {reprlib.repr(tuple(header[1]))} of {dtype} is not allocatable: {e}") from None
+    oob.append(arr)
+    return arr
 
 
 def _ext_hook(code: int, payload: bytes) -> Any:
@@ -205,6 +261,8 @@ def _ext_hook(code: int, payload: bytes) -> Any:
         if arr.shape != ():
             raise _BadExt(f"a NumPy scalar must have shape (), got {arr.shape}")
         return arr[()]
+    if code == _EXT_OOB_NDARRAY:
+        return _oob_placeholder(payload, None)
     raise _BadExt(f"unknown msgpack extension type {code}, expected {_EXT_NDARRAY} (array), "
                   f"{_EXT_NUMPY_SCALAR} (NumPy scalar) or {_EXT_BIG_INT} (int beyond 64 bits)")
 
@@ -241,7 +299,8 @@ def _has_timestamp(obj: Any) -> bool:
     return False
 
 
-def loads(data: bytes, *, peer: str = "the peer", trusted: bool = False) -> Any:
+def loads(data: bytes, *, peer: str = "the peer", trusted: bool = False,
+          oob: list[np.ndarray] | None = None) -> Any:
     """Decode msgpack ``data`` made by :func:`dumps`.
 
     Anything else (truncated, trailing bytes, an unknown extension, an array
@@ -249,12 +308,20 @@ def loads(data: bytes, *, peer: str = "the peer", trusted: bool = False) -> Any:
     naming ``peer`` and what was wrong. Nothing the peer claims (a length, a
     shape) is allocated before it is checked against the bytes of ``data``.
     ``trusted`` (a worker process of this trainer, or its trainer) also accepts dict keys
-    that are not str or bytes.
+    that are not str or bytes. ``oob`` (a list, only for a trainstack worker's connection):
+    accept out-of-band arrays; each becomes a new uninitialized array, appended to ``oob``,
+    whose bytes the caller reads from the connection (see :func:`recv_frame`).
     """
+    hook = _ext_hook
+    if oob is not None:
+        def hook(code: int, payload: bytes) -> Any:
+            if code == _EXT_OOB_NDARRAY:
+                return _oob_placeholder(payload, oob)
+            return _ext_hook(code, payload)
     try:
         # unpackb's default limits (max_bin_len, max_array_len, ...) are len(data): a header
         # claiming more items or bytes than the frame holds is refused before any allocation
-        obj = unpackb(data, raw=False, ext_hook=_ext_hook, strict_map_key=not trusted)
+        obj = unpackb(data, raw=False, ext_hook=hook, strict_map_key=not trusted)
     except Exception as e:  # noqa: BLE001 - msgpack raises many kinds; all mean "malformed"
         raise FrameError(f"malformed frame of {len(data)} bytes from {peer}: {_describe(e)}; "
                          "expected one msgpack object as codec.dumps writes it") from None
@@ -272,16 +339,67 @@ def encode_frame(kind: str, **fields: Any) -> bytes:
         return _pack({"kind": kind, **fields})
     except (TypeError, ValueError, OverflowError) as e:
         for name, value in fields.items():
-            found = _find_unsendable(value, name)
+            if name == "datapoints":  # several datapoints: name the path inside the one that fails
+                found = next(filter(None, (_find_unsendable(dp, "datapoint") for dp in value)), None)
+            else:
+                found = _find_unsendable(value, name)
             if found is not None:
                 raise UnsendableError(f"cannot send {found[0]}: {found[1]}") from None
         raise UnsendableError(f"cannot send a {kind!r} frame: {e}") from None
 
 
-def decode_frame(data: bytes, *, peer: str = "the peer", trusted: bool = False) -> dict[str, Any]:
+def _oob_default(buffers: list[memoryview], min_bytes: int) -> Any:
+    def default(obj: Any) -> Any:
+        if isinstance(obj, np.ndarray) and obj.nbytes >= min_bytes:
+            _check_sendable(obj.dtype, "an array")
+            flat = np.ascontiguousarray(obj).reshape(-1)
+            buffers.append(memoryview(flat.view(np.uint8)))
+            return msgpack.ExtType(_EXT_OOB_NDARRAY, packb([obj.dtype.str, list(obj.shape)], use_bin_type=True))
+        return _default(obj)
+    return default
+
+
+def encode_frame_oob(kind: str, min_bytes: int, **fields: Any) -> tuple[bytes, list[memoryview]]:
+    """:func:`encode_frame`, with the arrays of at least ``min_bytes`` bytes sent out of band:
+    the frame, and the raw bytes of those arrays (C-contiguous, as flat byte views of the
+    arrays themselves: send them before the arrays change), in order. For trainstack's own
+    processes only (:func:`send_frame`, :func:`recv_frame`)."""
+    buffers: list[memoryview] = []
+    _check_frame(kind, fields, "the frame to send")
+    try:
+        frame = packb({"kind": kind, **fields}, default=_oob_default(buffers, min_bytes),
+                      use_bin_type=True, strict_types=True)
+    except (TypeError, ValueError, OverflowError):
+        return encode_frame(kind, **fields), []  # raises UnsendableError naming what
+    return frame, buffers
+
+
+def pack_datapoint_oob(datapoint: Any, min_bytes: int) -> tuple[bytes, list[memoryview]]:
+    """One datapoint packed as :func:`encode_frame_oob` packs it inside a frame, for
+    :func:`results_frame`: its msgpack bytes and its out-of-band buffers."""
+    buffers: list[memoryview] = []
+    try:
+        packed = packb(datapoint, default=_oob_default(buffers, min_bytes), use_bin_type=True, strict_types=True)
+    except (TypeError, ValueError, OverflowError):
+        dumps(datapoint)  # raises UnsendableError naming the path inside the datapoint
+        raise
+    return packed, buffers
+
+
+def results_frame(count: int, packed: list[bytes]) -> bytes:
+    """A ``results`` frame answering ``count`` tasks with the datapoints ``packed`` by
+    :func:`pack_datapoint_oob` (what :func:`encode_frame_oob` makes of the same datapoints)."""
+    packer = _Packer(use_bin_type=True)
+    head = (packer.pack_map_header(3) + packer.pack("kind") + packer.pack("results") + packer.pack("count")
+            + packer.pack(count) + packer.pack("datapoints") + packer.pack_array_header(len(packed)))
+    return b"".join([head, *packed])
+
+
+def decode_frame(data: bytes, *, peer: str = "the peer", trusted: bool = False,
+                 oob: list[np.ndarray] | None = None) -> dict[str, Any]:
     """Decode and check one frame from ``peer``; a malformed one raises :class:`FrameError`.
-    ``trusted``: as for :func:`loads`."""
-    frame = loads(data, peer=peer, trusted=trusted)
+    ``trusted`` and ``oob``: as for :func:`loads`."""
+    frame = loads(data, peer=peer, trusted=trusted, oob=oob)
     if not isinstance(frame, dict) or "kind" not in frame:
         raise FrameError(f"malformed frame from {peer}: expected a map with a 'kind', got "
                          f"{type(frame).__name__} {reprlib.repr(frame)}")
@@ -302,3 +420,66 @@ def _check_frame(kind: Any, fields: dict[str, Any], what: str) -> None:
         if not isinstance(value, types) or (types == (int,) and (isinstance(value, bool) or value < 0)):
             raise FrameError(f"malformed {what}: field {name!r} of a {kind!r} frame is "
                              f"{reprlib.repr(value)}")
+
+
+# Out-of-band transport over a multiprocessing Connection (a pipe or a socket pair): the frame
+# as ``send_bytes`` writes it, then the bytes of its out-of-band arrays back to back, written
+# with writev from the arrays themselves and read with readv into the new arrays.
+_IOV_MAX = 512
+#: Arrays of at least this many bytes go out of band between trainstack's processes (where
+#: there are readv and writev on a connection's file descriptor; elsewhere, none do).
+OOB_MIN_BYTES = 1 << 15 if hasattr(os, "readv") and hasattr(os, "writev") and os.name == "posix" else sys.maxsize
+
+
+_HAS_VECTORED_IO = hasattr(os, "readv") and hasattr(os, "writev") and os.name == "posix"
+
+
+def send_frame(conn: Any, frame: bytes, buffers: list[memoryview]) -> None:
+    """Send ``frame`` (as ``conn.send_bytes`` would: its length, then its bytes) then the raw
+    ``buffers`` (from :func:`encode_frame_oob`) through ``conn``, in one ``writev`` where the
+    kernel takes it all (``send_bytes`` makes two writes of a frame over 16 KiB)."""
+    if not _HAS_VECTORED_IO:
+        conn.send_bytes(frame)
+        if buffers:
+            raise ValueError("out-of-band arrays need readv and writev")
+        return
+    n = len(frame)
+    header = struct.pack("!i", n) if n <= 0x7FFFFFFF else struct.pack("!iQ", -1, n)
+    fd = conn.fileno()
+    views = [memoryview(header), memoryview(frame), *(v for v in buffers if v.nbytes)]
+    i = 0
+    while i < len(views):
+        n = os.writev(fd, views[i:i + _IOV_MAX])
+        while n:
+            size = views[i].nbytes
+            if n >= size:
+                n -= size
+                i += 1
+            else:
+                views[i] = views[i][n:]
+                n = 0
+
+
+def recv_frame(conn: Any, *, peer: str) -> dict[str, Any]:
+    """The next frame of ``conn`` (a trainstack worker's or trainer's), with its out-of-band
+    arrays read in. EOF (the peer died or closed) raises ``EOFError``."""
+    data = conn.recv_bytes()
+    oob: list[np.ndarray] = []
+    frame = decode_frame(data, peer=peer, trusted=True, oob=oob)
+    if oob:
+        fd = conn.fileno()
+        views = [memoryview(a.reshape(-1).view(np.uint8)) for a in oob if a.nbytes]
+        i = 0
+        while i < len(views):
+            n = os.readv(fd, views[i:i + _IOV_MAX])
+            if n == 0:
+                raise EOFError(f"{peer} closed its end in the middle of a frame's arrays")
+            while n:
+                size = views[i].nbytes
+                if n >= size:
+                    n -= size
+                    i += 1
+                else:
+                    views[i] = views[i][n:]
+                    n = 0
+    return frame

@@ -161,7 +161,7 @@ class MultiProcessRunner(WorkerProcesses, ProxyDataFlow):
 
     Differences from tensorpack: ``ds`` is sent to the workers by cloudpickle (spawned, not
     forked: lambdas and script-defined classes work, locks and open files do not); ``num_prefetch`` is checked but
-    the buffering is the pipes' (each worker runs ahead until its pipe is full, 64 KiB on
+    the buffering is the pipes' (each worker runs ahead until its pipe is full, up to 1 MiB on
     Linux); ``reset_state`` may be called again, and restarts the workers. With a seed from
     :func:`fix_rng_seed`, worker ``i`` uses seed ``seed + 1 + i``.
     """

@@ -18,6 +18,7 @@ are ready (not the input order), and a ``None`` result drops the datapoint.
 from __future__ import annotations
 
 import concurrent.futures
+import itertools
 import math
 import os
 from copy import copy
@@ -29,11 +30,14 @@ from trainstack.loop.checks import check_int
 from ._worker import run_map_worker
 from ._workers import Worker, WorkerProcesses, pickle_payload, receive, worker_failure, worker_seeds
 from .base import ProxyDataFlow
-from .codec import encode_frame
+from .codec import encode_frame, send_frame
 from .errors import FrameError
 from .protocol import repeat_passes, reset_dataflow
 
 __all__ = ["MultiProcessMapData", "MultiProcessMapDataZMQ", "MultiThreadMapData"]
+
+#: The most datapoints sent to a map worker in one ``tasks`` frame (and answered in one frame)
+_CHUNK = 16
 
 
 def _workers(flow: Any, count: int | None, name: str) -> int:
@@ -100,20 +104,29 @@ class MultiProcessMapData(WorkerProcesses, ProxyDataFlow):
             yield from self._map(source)
 
     def _map(self, source: Iterator[Any]) -> Iterator[Any]:
+        """Keep up to ``buffer_size`` datapoints in flight; send them in chunks.
+
+        Each worker gets ``tasks`` frames of up to :data:`_CHUNK` datapoints and answers each
+        with one ``results`` frame, so a message, a wake-up and a poll are paid per chunk, not
+        per datapoint. A chunk holds what there is room for: at first small ones (so that work
+        starts at once), then, once a busy worker has room for at least ``refill`` more (half its
+        share of the buffer, at most a chunk), a chunk of what fits."""
         workers = self._workers
         per_worker = max(1, math.ceil(self.buffer_size / len(workers)))
+        first_chunk = max(1, min(_CHUNK, per_worker // 4))
+        refill = max(1, min(_CHUNK, per_worker // 2))  # the least room worth a frame to a busy worker
         exhausted = False
         while True:
             while not exhausted:
                 w = min(workers, key=lambda w: w.in_flight)
-                if w.in_flight >= per_worker:
+                room = per_worker - w.in_flight
+                if room <= 0 or (w.in_flight and room < refill):
                     break
-                try:
-                    datapoint = next(source)
-                except StopIteration:
-                    exhausted = True
-                    break
-                self._send(w, datapoint)
+                wanted = min(room, _CHUNK if w.in_flight else first_chunk)
+                chunk = list(itertools.islice(source, wanted))
+                if chunk:
+                    self._send(w, chunk)
+                exhausted = len(chunk) < wanted
             busy = [w for w in workers if w.in_flight]
             if not busy:
                 return
@@ -123,25 +136,24 @@ class MultiProcessMapData(WorkerProcesses, ProxyDataFlow):
                     raise worker_failure(self.name, w, self.num_proc, self._closing)
             for w in busy:
                 if w.conn in ready:
-                    result = self._receive(w)
-                    if result is not None:
-                        yield result
+                    yield from self._receive(w)
 
-    def _send(self, w: Worker, datapoint: Any) -> None:
-        frame = encode_frame("task", datapoint=datapoint)
+    def _send(self, w: Worker, datapoints: list[Any]) -> None:
+        frame = encode_frame("tasks", datapoints=datapoints)
         try:
-            w.conn.send_bytes(frame)
+            send_frame(w.conn, frame, [])
         except OSError:
             raise worker_failure(self.name, w, self.num_proc, self._closing) from None
-        w.in_flight += 1
+        w.in_flight += len(datapoints)
 
-    def _receive(self, w: Worker) -> Any:
+    def _receive(self, w: Worker) -> list[Any]:
+        """The results (None left out) of worker ``w``'s next answered chunk."""
         frame = receive(self.name, w, self.num_proc, self._closing)
-        if frame["kind"] != "result":
-            raise FrameError(f"{self.name}: worker {w.index} sent a {frame['kind']!r} frame, "
-                             "expected a 'result'")
-        w.in_flight -= 1
-        return frame["datapoint"]
+        if frame["kind"] != "results" or frame["count"] > w.in_flight:
+            raise FrameError(f"{self.name}: worker {w.index} sent a {frame['kind']!r} frame "
+                             f"{frame.get('count', '')}, expected 'results' of at most {w.in_flight}")
+        w.in_flight -= frame["count"]
+        return frame["datapoints"]
 
     def _drain(self) -> None:
         for w in self._workers:
