@@ -16,3 +16,9 @@ def drop_odd(dp: list) -> list | None:
 
 def identity(dp: Any) -> Any:
     return dp
+
+
+def refuse_three(dp: list) -> list:
+    if dp[0] == 3:
+        raise ValueError("map_func refuses datapoint 3")
+    return dp

@@ -26,6 +26,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 if HERE not in sys.path:
     sys.path.insert(0, HERE)
 import parallel_cases  # noqa: E402
+from mapfuncs import refuse_three  # noqa: E402 - workers import it by name (not this test module)
 from parallel_cases import CASES, TUPLES, increment_in_place, mapped, multiset  # noqa: E402
 from pipelines import LIBS, closing, double, ids, mixed_types, observe, passes, take, tp, ts  # noqa: E402
 
@@ -129,12 +130,6 @@ def test_tuples_arrive_as_lists_in_trainstack_and_as_tuples_in_tensorpack(tensor
                         buffer_size=1)) as ds:
         with pytest.raises(TypeError, match=r"datapoint\[0\]\['ok'\]\[1\]"):
             passes(ds, 1)
-
-
-def refuse_three(dp: list) -> list:
-    if dp[0] == 3:
-        raise ValueError("map_func refuses datapoint 3")
-    return dp
 
 
 def test_a_map_func_that_raises_is_an_input_worker_error_within_seconds_in_trainstack():
