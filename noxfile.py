@@ -250,7 +250,8 @@ def parity(session: nox.Session) -> None:
     files = test_files("parity")
     if not files:
         session.skip("tests/parity/ has no tests yet")
-    session.install(*TEST_TOOLS, "tensorpack==0.11", *TEST_EXTRAS["dataflow"])
+    # scikit-learn: tensorpack's SVMLightData reads through it (trainstack's needs none)
+    session.install(*TEST_TOOLS, "tensorpack==0.11", "scikit-learn>=1.3", *TEST_EXTRAS["dataflow"])
     install_wheels(session, dist("dataflow"))
     session.run("python", "-c", "import tensorpack.dataflow, sys; "
                 "assert 'tensorflow' not in sys.modules, 'tensorpack imported TensorFlow'")
