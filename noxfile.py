@@ -33,11 +33,11 @@ import functools
 import shutil
 import sys
 import time
-import tomllib
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 import nox
+import tomllib
 from packaging.requirements import Requirement  # nox depends on packaging
 
 ROOT = Path(__file__).parent
@@ -70,7 +70,8 @@ def dist(layer: str) -> str:
 SOURCES = {**{dist(layer): ROOT / "packages" / layer for layer in LAYERS}, META: ROOT}
 
 nox.needs_version = ">=2026.10"  # sessions' `requires`, and the summary with each session's time
-nox.options.sessions = ["layering", "wheels", *LAYERS, "parity", "all", "horovod", "ray"]
+nox.options.sessions = ["lint", "typecheck", "layering", "wheels", *LAYERS, "parity", "all", "docs", "horovod", "ray"]
+RUFF = "ruff==0.17.6"  # pinned: a new ruff release brings new findings, added on purpose
 nox.options.reuse_existing_virtualenvs = True
 
 
@@ -81,8 +82,8 @@ def session_of(test_file: Path) -> str | None:
     parts = test_file.relative_to(TESTS).parts
     if len(parts) == 1:
         return "layering" if parts[0] == "test_layering.py" else "all"
-    if len(parts) == 2 and parts[0] == "parity":
-        return "parity"
+    if len(parts) == 2 and parts[0] in ("parity", "docs"):
+        return parts[0]
     if len(parts) == 2 and parts[0] in LAYERS:
         if parts[0] == "distributed" and parts[1].startswith("test_horovod"):
             return "horovod"
@@ -203,6 +204,15 @@ def pytest(session: nox.Session, module: str, files: list[str]) -> None:
 
 @nox.session
 @timed
+def lint(session: nox.Session) -> None:
+    """ruff's checks (pyflakes, import order, bugbear, pyupgrade; configured in pyproject.toml) over
+    the whole repository. Nothing is reformatted."""
+    session.install(RUFF)
+    session.run("ruff", "check", *(session.posargs or ["."]))
+
+
+@nox.session
+@timed
 def layering(session: nox.Session) -> None:
     """import-linter's layers contract over the layers' sources (the meta-package is not installed)."""
     session.install("import-linter>=2.0", *TEST_TOOLS)
@@ -311,3 +321,19 @@ def ray(session: nox.Session) -> None:
     # the extra's metadata in the wheel resolves against what is installed (nothing is fetched)
     session.install("--no-index", "--find-links", str(WHEELS), f"{dist('distributed')}[ray]")
     pytest(session, "trainstack.distributed", test_files("ray"))
+
+
+@nox.session
+@timed
+def typecheck(session: nox.Session) -> None:
+    """mypy over every package (configured in pyproject.toml): basic on all, strict on loop and
+    dataflow."""
+    session.skip("not configured yet")
+
+
+@nox.session(requires=["wheels"])
+@timed
+def docs(session: nox.Session) -> None:
+    """The documentation site (mkdocs.yml, docs/) built with --strict, and tests/docs/: every Python
+    code block of the docs and the READMEs run, every public name documented."""
+    session.skip("not configured yet")

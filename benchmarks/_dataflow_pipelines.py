@@ -6,7 +6,7 @@ benchmark script. Only NumPy is imported.
 """
 from __future__ import annotations
 
-from typing import Iterator
+from collections.abc import Iterator
 
 import numpy as np
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import gc
 import statistics
 import time
-from typing import Callable
+from collections.abc import Callable
 
 from trainstack.loop import Callback
 

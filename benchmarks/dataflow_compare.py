@@ -34,13 +34,13 @@ import shutil
 import statistics
 import tempfile
 import time
-from typing import Any, Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
+from typing import Any
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
-import numpy as np  # noqa: E402
-
 import _dataflow_pipelines as work  # noqa: E402
+import numpy as np  # noqa: E402
 
 BATCH = 64
 # pipeline -> (what one item is, items per datapoint read)

@@ -30,8 +30,8 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 JOB = Path(__file__).resolve().parent.parent / "tests" / "distributed" / "elastic_job.py"
 TWO_HOSTS = "localhost:1\n127.0.0.1:1\n"

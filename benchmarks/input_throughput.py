@@ -139,8 +139,7 @@ def main() -> None:
 
     import tensorflow as tf
 
-    from trainstack.inputs import (FeedInput, MultiProcessInput, QueueInput, TFDatasetInput,
-                                   dataflow_to_dataset)
+    from trainstack.inputs import FeedInput, MultiProcessInput, QueueInput, TFDatasetInput, dataflow_to_dataset
 
     transform = Transform(calibrate(args.work_ms))
     n = args.warmup + args.steps

@@ -85,8 +85,12 @@ def main() -> None:
     args = parser.parse_args()
     devices = configure_devices()
     logging.getLogger("trainstack").setLevel(logging.WARNING)
-    from trainstack.towers import (AsyncMultiGPUTrainer, SimpleTrainer, SyncMultiGPUTrainerParameterServer,
-                                   SyncMultiGPUTrainerReplicated)
+    from trainstack.towers import (
+        AsyncMultiGPUTrainer,
+        SimpleTrainer,
+        SyncMultiGPUTrainerParameterServer,
+        SyncMultiGPUTrainerReplicated,
+    )
 
     on_gpus = devices[0].startswith("/device:GPU")
     counts = [k for k in (1, 2, 4) if k <= len(devices)]

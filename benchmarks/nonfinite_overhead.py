@@ -30,7 +30,8 @@ import functools
 import logging
 import os
 import platform
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 

@@ -24,8 +24,8 @@ import os
 import statistics
 import time
 
-import tensorflow as tf  # noqa: F401 - the point: a training script imports TensorFlow at its top
 import numpy as np
+import tensorflow as tf  # noqa: F401 - the point: a training script imports TensorFlow at its top
 
 try:
     from trainstack.dataflow import MultiProcessDataFlow

@@ -31,11 +31,17 @@ import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 from sklearn.datasets import load_digits  # noqa: E402
 
-from trainstack.callbacks import (ModelSaver, ScheduledHyperParamSetter,  # noqa: E402
-                                  add_moving_summary, set_logger_dir)
-from trainstack.towers import (ClassificationError, InferenceRunner, ModelDesc,  # noqa: E402
-                               ScalarStats, SimpleTrainer, TrainConfig, get_current_tower_context,
-                               launch_train_with_config)
+from trainstack.callbacks import ModelSaver, ScheduledHyperParamSetter, add_moving_summary, set_logger_dir  # noqa: E402
+from trainstack.towers import (  # noqa: E402
+    ClassificationError,
+    InferenceRunner,
+    ModelDesc,
+    ScalarStats,
+    SimpleTrainer,
+    TrainConfig,
+    get_current_tower_context,
+    launch_train_with_config,
+)
 
 logger = logging.getLogger("trainstack.examples")
 

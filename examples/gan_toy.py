@@ -24,7 +24,8 @@ import argparse
 import functools
 import logging
 import os
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # TensorFlow's C++ start-up chatter
 
@@ -32,12 +33,10 @@ import keras  # noqa: E402
 import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
-from trainstack.callbacks import (ModelSaver, add_moving_summary, set_logger_dir,  # noqa: E402
-                                  summary_collection_scope)
+from trainstack.callbacks import ModelSaver, add_moving_summary, set_logger_dir, summary_collection_scope  # noqa: E402
 from trainstack.inputs import InputSource, QueueInput  # noqa: E402
 from trainstack.loop import Callback  # noqa: E402
-from trainstack.towers import (ModelDescBase, TowerContext, TowerFunc, TowerTrainer,  # noqa: E402
-                               TracedStep)
+from trainstack.towers import ModelDescBase, TowerContext, TowerFunc, TowerTrainer, TracedStep  # noqa: E402
 
 logger = logging.getLogger("trainstack.examples")
 

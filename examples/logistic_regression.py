@@ -21,8 +21,15 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # TensorFlow's C++ start-up 
 import numpy as np  # noqa: E402
 
 from trainstack.callbacks import (  # noqa: E402
-    DEFAULT_CALLBACKS, DEFAULT_MONITORS, ObjAttrParam, ProgressBar, ScheduledHyperParamSetter,
-    SimpleMovingAverage, ThroughputTracker, set_logger_dir)
+    DEFAULT_CALLBACKS,
+    DEFAULT_MONITORS,
+    ObjAttrParam,
+    ProgressBar,
+    ScheduledHyperParamSetter,
+    SimpleMovingAverage,
+    ThroughputTracker,
+    set_logger_dir,
+)
 from trainstack.loop import Callback, Trainer  # noqa: E402
 
 logger = logging.getLogger("trainstack.examples")

@@ -29,9 +29,16 @@ import tensorflow as tf  # noqa: E402
 
 from trainstack.callbacks import ModelSaver, add_moving_summary, set_logger_dir  # noqa: E402
 from trainstack.dataflow import AugmentImageComponent, BatchData, MapDataComponent, dataset, imgaug  # noqa: E402
-from trainstack.towers import (ClassificationError, InferenceRunner, ModelDesc, ScalarStats,  # noqa: E402
-                               SimpleTrainer, TrainConfig, get_current_tower_context,
-                               launch_train_with_config)
+from trainstack.towers import (  # noqa: E402
+    ClassificationError,
+    InferenceRunner,
+    ModelDesc,
+    ScalarStats,
+    SimpleTrainer,
+    TrainConfig,
+    get_current_tower_context,
+    launch_train_with_config,
+)
 
 logger = logging.getLogger("trainstack.examples")
 

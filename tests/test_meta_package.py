@@ -35,10 +35,9 @@ def test_importing_the_loop_does_not_import_tensorflow(layer):
 
 
 def test_dataflow_names_from_the_meta_package():
-    from trainstack import BatchData, DataFromList, MultiProcessDataFlow  # noqa: F401
-
     import trainstack.dataflow
     import trainstack.inputs
+    from trainstack import BatchData, DataFromList, MultiProcessDataFlow  # noqa: F401
 
     assert trainstack.MultiProcessDataFlow is trainstack.inputs.MultiProcessDataFlow
     assert trainstack.InputError is trainstack.inputs.InputError is trainstack.dataflow.InputError

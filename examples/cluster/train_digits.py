@@ -25,8 +25,7 @@ import sys
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # examples/
 
-from trainstack.distributed import (DistributedTrainerReplicated, cluster_from_environment,  # noqa: E402
-                                    run_evaluator)
+from trainstack.distributed import DistributedTrainerReplicated, cluster_from_environment, run_evaluator  # noqa: E402
 
 
 def parse_args() -> argparse.Namespace:
@@ -51,8 +50,8 @@ def evaluate_checkpoints(args: argparse.Namespace, num_workers: int) -> None:
     """The evaluator task: the validation error of each checkpoint the chief writes."""
     import numpy as np  # noqa: PLC0415
     import tensorflow as tf  # noqa: PLC0415
-
     from digits_convnet import Batches, DigitsConvNet, load_split  # noqa: PLC0415
+
     from trainstack.inputs import TFDatasetInput  # noqa: PLC0415
     from trainstack.towers import SimpleTrainer  # noqa: PLC0415
     from trainstack.towers.session.sessinit import SmartInit  # noqa: PLC0415
@@ -86,8 +85,8 @@ def main() -> None:
     trainer = DistributedTrainerReplicated(spec)  # first: the strategy precedes every TensorFlow op
 
     import keras  # noqa: PLC0415
-
     from digits_convnet import Batches, DigitsConvNet, load_split  # noqa: PLC0415
+
     from trainstack.callbacks import ModelSaver, set_logger_dir  # noqa: PLC0415
     from trainstack.towers import AutoResumeTrainConfig, launch_train_with_config  # noqa: PLC0415
 

@@ -8,8 +8,15 @@ import logging
 import pytest
 import tensorflow as tf
 
-from trainstack.callbacks import (CallbackFactory, EarlyStopping, ModelSaver, SimpleMovingAverage,
-                                  StatMonitorParamSetter, load_loop_state, restore_loop_state)
+from trainstack.callbacks import (
+    CallbackFactory,
+    EarlyStopping,
+    ModelSaver,
+    SimpleMovingAverage,
+    StatMonitorParamSetter,
+    load_loop_state,
+    restore_loop_state,
+)
 
 #: the statistic each epoch puts: best at epoch 2, then no improvement (EarlyStopping stops at 5)
 VALUES = [5.0, 4.0, 4.5, 4.2, 4.1, 4.3]

@@ -8,8 +8,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from trainstack.callbacks.graph import (
-    CheckNumerics, DumpTensors, ProcessTensors, RunOp, RunUpdateOps)
+from trainstack.callbacks.graph import CheckNumerics, DumpTensors, ProcessTensors, RunOp, RunUpdateOps
 from trainstack.loop import Callback, Trainer
 
 
@@ -77,7 +76,7 @@ def test_run_update_ops_is_a_documented_no_op(linear_trainer, caplog):
 
 def test_process_tensors_receives_every_step(recording_trainer):
     trainer, seen = recording_trainer(), []
-    trainer.train([ProcessTensors(["loss", "w_norm:0"], lambda l, n: seen.append((l, n)))], [],
+    trainer.train([ProcessTensors(["loss", "w_norm:0"], lambda loss, n: seen.append((loss, n)))], [],
                   steps_per_epoch=4, max_epoch=2)
     assert len(seen) == 8
     for (loss, norm), out in zip(seen, trainer.outputs):

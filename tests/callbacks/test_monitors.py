@@ -12,8 +12,7 @@ import tensorflow as tf
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
 import trainstack.loop
-from trainstack.callbacks import (JSONWriter, MonitorBase, Monitors, ScalarPrinter, TFEventWriter,
-                                  unset_logger_dir)
+from trainstack.callbacks import JSONWriter, MonitorBase, Monitors, ScalarPrinter, TFEventWriter, unset_logger_dir
 from trainstack.loop import Callback
 
 STEPS, EPOCHS = 3, 2

@@ -6,9 +6,16 @@ import logging
 import pytest
 import tensorflow as tf
 
-from trainstack.callbacks import (HumanHyperParamSetter, HyperParamSetterWithFunc, NamedParam,
-                                  ObjAttrParam, OptimizerParam, ScheduledHyperParamSetter,
-                                  StatMonitorParamSetter, TFVariableParam)
+from trainstack.callbacks import (
+    HumanHyperParamSetter,
+    HyperParamSetterWithFunc,
+    NamedParam,
+    ObjAttrParam,
+    OptimizerParam,
+    ScheduledHyperParamSetter,
+    StatMonitorParamSetter,
+    TFVariableParam,
+)
 from trainstack.loop import Callback
 
 approx = pytest.approx

@@ -9,8 +9,7 @@ import threading
 import pytest
 import tensorflow as tf
 
-from trainstack.callbacks import (GPUUtilizationTracker, GraphProfiler, PeakMemoryTracker,
-                                  unset_logger_dir)
+from trainstack.callbacks import GPUUtilizationTracker, GraphProfiler, PeakMemoryTracker, unset_logger_dir
 from trainstack.callbacks import gpu as gpu_module
 from trainstack.callbacks.nvml import NVML, NVMLError
 from trainstack.loop import Callback

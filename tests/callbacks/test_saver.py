@@ -11,8 +11,15 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from trainstack.callbacks import (MaxSaver, MinSaver, ModelSaver, PeriodicTrigger, load_loop_state,
-                                  restore_loop_state, unset_logger_dir)
+from trainstack.callbacks import (
+    MaxSaver,
+    MinSaver,
+    ModelSaver,
+    PeriodicTrigger,
+    load_loop_state,
+    restore_loop_state,
+    unset_logger_dir,
+)
 from trainstack.loop import Callback, Trainer
 
 

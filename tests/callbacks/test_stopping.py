@@ -41,14 +41,14 @@ def test_a_non_finite_loss_stops_right_after_its_step(linear_trainer, caplog, ba
     caplog.set_level(logging.INFO)
     trainer = linear_trainer()
     ends = Ends()
-    with pytest.raises(NonFiniteError, match="'loss' is %s at global_step 4" % shown):  # after after_train
+    with pytest.raises(NonFiniteError, match=f"'loss' is {shown} at global_step 4"):  # after after_train
         trainer.train([poison_loss_after(3, bad), TerminateOnNaN(), ends], [],
                       steps_per_epoch=3, max_epoch=3)
 
     assert trainer.global_step == 4 and trainer.epoch_num == 2
     assert ends.steps == 3  # the bad step's trigger_step did not run
     assert ends.finalized
-    message = "TerminateOnNaN: 'loss' is %s at global_step 4 (epoch 2, local step 0)" % shown
+    message = f"TerminateOnNaN: 'loss' is {shown} at global_step 4 (epoch 2, local step 0)"
     assert any(r.levelno == logging.ERROR and message in r.getMessage() for r in caplog.records)
     # the trainer reports the clean stop with the reason
     assert any("stopped by StopTraining" in r.getMessage() and message in r.getMessage()

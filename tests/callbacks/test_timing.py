@@ -6,8 +6,7 @@ import types
 
 import pytest
 
-from trainstack.callbacks import CallbackFactory, EstimatedTimeLeft, PeriodicTrigger, ThroughputTracker
-from trainstack.callbacks import timing
+from trainstack.callbacks import CallbackFactory, EstimatedTimeLeft, PeriodicTrigger, ThroughputTracker, timing
 from trainstack.loop import Trainer
 
 

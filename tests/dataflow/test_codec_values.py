@@ -20,7 +20,7 @@ def test_ints_of_any_size_round_trip(value):
 
 
 def test_int_and_other_keys_round_trip_between_trainstacks_processes_only():
-    datapoint = {1: "one", -2: [2], 0: {3: np.arange(2)}, 2**70: None, "s": 1, b"b": 2, 1.5: 3, None: 4, True: 5}
+    datapoint = {1: "one", -2: [2], 0: {3: np.arange(2)}, 2**70: None, "s": 1, b"b": 2, 1.5: 3, None: 4}
     got = loads(dumps(datapoint), trusted=True)
     assert list(got) == list(datapoint)
     assert got[0][3].tolist() == [0, 1] and got[2**70] is None and got[None] == 4

@@ -8,8 +8,17 @@ import sys
 import numpy as np
 import pytest
 
-from trainstack.dataflow import (DataFlow, DataFromGenerator, DataFromList, FakeData, ProxyDataFlow,
-                                 dataflow_len_or_none, dataflow_size, fix_rng_seed, get_rng)
+from trainstack.dataflow import (
+    DataFlow,
+    DataFromGenerator,
+    DataFromList,
+    FakeData,
+    ProxyDataFlow,
+    dataflow_len_or_none,
+    dataflow_size,
+    fix_rng_seed,
+    get_rng,
+)
 from trainstack.dataflow.errors import EmptyDataFlowError, InputError
 
 

@@ -7,10 +7,21 @@ import re
 import numpy as np
 import pytest
 
-from trainstack.dataflow import (BatchData, DataFromList, FakeData, FixedSizeData, LocallyShuffleData,
-                                 MultiProcessDataFlow, MultiProcessMapData, MultiProcessRunner,
-                                 MultiProcessRunnerZMQ, MultiThreadMapData, RepeatedData, RepeatedDataPoint,
-                                 fix_rng_seed)
+from trainstack.dataflow import (
+    BatchData,
+    DataFromList,
+    FakeData,
+    FixedSizeData,
+    LocallyShuffleData,
+    MultiProcessDataFlow,
+    MultiProcessMapData,
+    MultiProcessRunner,
+    MultiProcessRunnerZMQ,
+    MultiThreadMapData,
+    RepeatedData,
+    RepeatedDataPoint,
+    fix_rng_seed,
+)
 from trainstack.loop import TrainLoop
 from trainstack.loop.checks import ArgumentError
 

@@ -6,9 +6,23 @@ from collections import Counter
 import numpy as np
 import pytest
 
-from trainstack.dataflow import (BatchData, CacheData, ConcatData, DataFlow, DataFromList, FixedSizeData, JoinData,
-                                 LocallyShuffleData, MapData, MapDataComponent, PrintData, RepeatedData,
-                                 RepeatedDataPoint, SelectComponent, fix_rng_seed)
+from trainstack.dataflow import (
+    BatchData,
+    CacheData,
+    ConcatData,
+    DataFlow,
+    DataFromList,
+    FixedSizeData,
+    JoinData,
+    LocallyShuffleData,
+    MapData,
+    MapDataComponent,
+    PrintData,
+    RepeatedData,
+    RepeatedDataPoint,
+    SelectComponent,
+    fix_rng_seed,
+)
 
 
 def ordered(n, start=0):

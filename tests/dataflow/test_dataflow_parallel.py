@@ -14,10 +14,21 @@ from collections import Counter
 
 import pytest
 
-from trainstack.dataflow import (DataFromList, InputError, InputWorkerError, MapData, MultiProcessDataFlow,
-                                 MultiProcessMapData, MultiProcessMapDataZMQ, MultiProcessRunner,
-                                 MultiProcessRunnerZMQ, MultiThreadMapData, PrefetchData, PrefetchDataZMQ,
-                                 fix_rng_seed)
+from trainstack.dataflow import (
+    DataFromList,
+    InputError,
+    InputWorkerError,
+    MapData,
+    MultiProcessDataFlow,
+    MultiProcessMapData,
+    MultiProcessMapDataZMQ,
+    MultiProcessRunner,
+    MultiProcessRunnerZMQ,
+    MultiThreadMapData,
+    PrefetchData,
+    PrefetchDataZMQ,
+    fix_rng_seed,
+)
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 if HERE not in sys.path:  # worker processes import the helpers by module name

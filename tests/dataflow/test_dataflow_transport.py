@@ -12,10 +12,23 @@ import threading
 import numpy as np
 import pytest
 
-from trainstack.dataflow import (DataFromList, FrameError, InputWorkerError, MultiProcessDataFlow,
-                                 MultiProcessMapData, MultiProcessRunner)
-from trainstack.dataflow.codec import (OOB_MIN_BYTES, decode_frame, encode_frame, encode_frame_oob, loads,
-                                       recv_frame, send_frame)
+from trainstack.dataflow import (
+    DataFromList,
+    FrameError,
+    InputWorkerError,
+    MultiProcessDataFlow,
+    MultiProcessMapData,
+    MultiProcessRunner,
+)
+from trainstack.dataflow.codec import (
+    OOB_MIN_BYTES,
+    decode_frame,
+    encode_frame,
+    encode_frame_oob,
+    loads,
+    recv_frame,
+    send_frame,
+)
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 if HERE not in sys.path:  # worker processes import the helpers by module name

@@ -15,8 +15,17 @@ import textwrap
 import numpy as np
 import pytest
 
-from trainstack.dataflow import (AugmentImageComponent, AugmentImageComponents, AugmentImageCoordinates, DataFromList,
-                                 ImageFromFile, MapData, MultiProcessRunner, fix_rng_seed, imgaug)
+from trainstack.dataflow import (
+    AugmentImageComponent,
+    AugmentImageComponents,
+    AugmentImageCoordinates,
+    DataFromList,
+    ImageFromFile,
+    MapData,
+    MultiProcessRunner,
+    fix_rng_seed,
+    imgaug,
+)
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 if HERE not in sys.path:  # worker processes import the helpers by module name

@@ -37,10 +37,10 @@ def make_trainer(kind: str, steps_per_run: int):
 
 
 def run_kind(trainer_kind: str, input_kind: str, steps_per_run: int) -> dict:
-    import numpy as np  # noqa: PLC0415
-
     import matrix_cases as cases  # noqa: PLC0415
+    import numpy as np  # noqa: PLC0415
     from multigpu_cases import ATOL, RTOL, concat, make_batches, make_model, weights  # noqa: PLC0415
+
     from trainstack.distributed import shard_dataflow  # noqa: PLC0415
     from trainstack.towers import TrainConfig, launch_train_with_config  # noqa: PLC0415
 

@@ -27,8 +27,8 @@ trainer = DistributedTrainerReplicated(timeout_seconds=float(os.environ.get("MW_
 
 import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
-
 from mw_model import BATCH, Classifier, make_data, shard, weights  # noqa: E402
+
 from trainstack.callbacks import ModelSaver, set_logger_dir  # noqa: E402
 from trainstack.inputs import TFDatasetInput  # noqa: E402
 from trainstack.loop import Callback  # noqa: E402

@@ -19,8 +19,12 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import tensorflow as tf  # noqa: E402
 
-from trainstack.distributed import (ClusterSpec, DistributedReplicatedTrainer,  # noqa: E402
-                                    DistributedTrainerParameterServer, serve_unless_chief)
+from trainstack.distributed import (  # noqa: E402
+    ClusterSpec,
+    DistributedReplicatedTrainer,
+    DistributedTrainerParameterServer,
+    serve_unless_chief,
+)
 
 if "--legacy" in sys.argv:
     spec = ClusterSpec.from_tf_config()
@@ -30,6 +34,7 @@ else:
     spec = serve_unless_chief()  # ps and workers serve here until the launcher stops them
 
 from mw_model import BATCH, Classifier, make_data  # noqa: E402
+
 from trainstack.callbacks import ModelSaver, set_logger_dir  # noqa: E402
 from trainstack.inputs import TFDatasetInput  # noqa: E402
 from trainstack.towers import TrainConfig  # noqa: E402

@@ -49,8 +49,8 @@ def make_config(worker, out: str, die_at: int | None):  # noqa: ANN001, ANN201 -
     import keras  # noqa: PLC0415
     import numpy as np  # noqa: PLC0415
     import tensorflow as tf  # noqa: PLC0415
-
     from mw_model import BATCH, Classifier, make_data, shard, weights  # noqa: PLC0415
+
     from trainstack.inputs import TFDatasetInput  # noqa: PLC0415
     from trainstack.loop import Callback  # noqa: PLC0415
     from trainstack.towers import TrainConfig  # noqa: PLC0415

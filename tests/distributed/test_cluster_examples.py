@@ -15,8 +15,7 @@ import pytest
 
 from trainstack.distributed import ClusterSpec
 from trainstack.distributed.cluster import TF_CONFIG
-from trainstack.distributed.slurm import (DEFAULT_PORT_BASE, JOB_SLOTS, PORT_BASE_VARIABLE, PORTS_PER_JOB,
-                                          ROLES_VARIABLE)
+from trainstack.distributed.slurm import DEFAULT_PORT_BASE, JOB_SLOTS, PORT_BASE_VARIABLE, PORTS_PER_JOB, ROLES_VARIABLE
 
 yaml = pytest.importorskip("yaml", reason="PyYAML parses the manifests (the distributed nox session has it)")
 

@@ -24,6 +24,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 
 from mw_model import ATOL, BATCH, RTOL, Classifier, first_batches, make_data, shard, weights  # noqa: E402
+
 from trainstack.distributed import ClusterSpec, local_cluster  # noqa: E402
 from trainstack.inputs import TFDatasetInput  # noqa: E402
 from trainstack.towers import SimpleTrainer  # noqa: E402

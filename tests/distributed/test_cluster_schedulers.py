@@ -8,9 +8,16 @@ import json
 import pytest
 import tensorflow as tf
 
-from trainstack.distributed import (ClusterSpec, ClusterSpecError, DistributedTrainerParameterServer,
-                                    DistributedTrainerReplicated, cluster_from_environment,
-                                    cluster_from_slurm, run_evaluator, serve_unless_chief)
+from trainstack.distributed import (
+    ClusterSpec,
+    ClusterSpecError,
+    DistributedTrainerParameterServer,
+    DistributedTrainerReplicated,
+    cluster_from_environment,
+    cluster_from_slurm,
+    run_evaluator,
+    serve_unless_chief,
+)
 from trainstack.distributed.slurm import expand_hostlist, expand_tasks_per_node
 
 

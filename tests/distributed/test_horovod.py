@@ -22,9 +22,8 @@ pytest.importorskip("horovod.tensorflow", exc_type=ImportError,
 
 import importlib.util  # noqa: E402
 
-import tensorflow as tf  # noqa: E402
-
 import keras  # noqa: E402
+import tensorflow as tf  # noqa: E402
 
 from trainstack.callbacks import JSONWriter  # noqa: E402
 from trainstack.distributed import HorovodTrainer  # noqa: E402

@@ -9,9 +9,8 @@ from __future__ import annotations
 
 import sys
 
-import pytest
-
 import matrix_results as results
+import pytest
 
 
 @pytest.fixture(scope="module")

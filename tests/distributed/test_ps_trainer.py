@@ -18,6 +18,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 
 from mw_model import BATCH, Classifier, make_data, weights  # noqa: E402
+
 from trainstack.distributed import DistributedTrainerParameterServer, local_cluster  # noqa: E402
 from trainstack.inputs import TFDatasetInput  # noqa: E402
 from trainstack.towers import SimpleTrainer  # noqa: E402

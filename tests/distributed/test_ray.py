@@ -21,8 +21,8 @@ import json
 import os
 import shutil
 import subprocess
-import tempfile
 import sys
+import tempfile
 import textwrap
 
 import numpy as np

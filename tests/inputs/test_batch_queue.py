@@ -1,7 +1,6 @@
 """BatchQueueInput: single examples in, batches of batch_size out (dequeue_many per tower)."""
 from __future__ import annotations
 
-
 import numpy as np
 import pytest
 import tensorflow as tf

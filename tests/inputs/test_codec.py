@@ -8,8 +8,7 @@ import numpy as np
 import pytest
 
 from trainstack.inputs import FrameError
-from trainstack.inputs.codec import dumps, loads
-from trainstack.inputs.codec import decode_frame, encode_frame
+from trainstack.inputs.codec import decode_frame, dumps, encode_frame, loads
 
 
 @pytest.mark.parametrize("dtype", ["bool", "int8", "uint16", ">i4", "int64", "float16", "float32",

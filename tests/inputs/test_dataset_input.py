@@ -5,8 +5,14 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from trainstack.inputs import (EmptyDataFlowError, InputError, InputReader, InputSignatureError,
-                               TFDatasetInput, dataflow_to_dataset)
+from trainstack.inputs import (
+    EmptyDataFlowError,
+    InputError,
+    InputReader,
+    InputSignatureError,
+    TFDatasetInput,
+    dataflow_to_dataset,
+)
 
 SIG = [tf.TensorSpec([None, 2], tf.float32, name="x"), tf.TensorSpec([None], tf.int64, name="y")]
 

@@ -16,8 +16,15 @@ import pytest
 import tensorflow as tf
 
 from trainstack.dataflow import MultiProcessMapData, MultiProcessRunner
-from trainstack.inputs import (FeedInput, InputError, InputReader, InputWorkerError, MultiProcessDataFlow,
-                               MultiProcessInput, QueueInput)
+from trainstack.inputs import (
+    FeedInput,
+    InputError,
+    InputReader,
+    InputWorkerError,
+    MultiProcessDataFlow,
+    MultiProcessInput,
+    QueueInput,
+)
 from trainstack.loop import Callback
 
 HERE = os.path.dirname(os.path.abspath(__file__))

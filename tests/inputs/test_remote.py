@@ -15,8 +15,16 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from trainstack.inputs import (DataFlowServer, FrameError, InputError, InputReader, InputWorkerError,
-                               RemoteDataFlow, RemoteInput, serve_dataflow)
+from trainstack.inputs import (
+    DataFlowServer,
+    FrameError,
+    InputError,
+    InputReader,
+    InputWorkerError,
+    RemoteDataFlow,
+    RemoteInput,
+    serve_dataflow,
+)
 from trainstack.inputs.codec import dumps, encode_frame
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -99,7 +107,7 @@ def test_serve_dataflow_serves_clients_one_after_another():
                               kwargs={"max_clients": 2}, daemon=True)
     thread.start()
     for _ in range(2):
-        for attempt in range(50):  # until the server listens
+        for _attempt in range(50):  # until the server listens
             try:
                 flow = RemoteDataFlow(("127.0.0.1", port), KEY, size=3)
                 flow.reset_state()

@@ -11,8 +11,7 @@ import pytest
 import tensorflow as tf
 
 from trainstack.dataflow import DataFromList, fix_rng_seed
-from trainstack.inputs import (FeedInput, InputReader, MultiProcessInput, QueueInput, StagingInput,
-                               TFDatasetInput)
+from trainstack.inputs import FeedInput, InputReader, MultiProcessInput, QueueInput, StagingInput, TFDatasetInput
 
 SIG = [tf.TensorSpec([None, 2], tf.float32, name="x"), tf.TensorSpec([None], tf.int64, name="y")]
 TOWERS, RESUMED_AT = 2, 4  # 4 steps of 2 towers used 8 datapoints: 1.6 passes of 5

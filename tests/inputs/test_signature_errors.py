@@ -1,14 +1,21 @@
 """Input signatures and the errors every source gives when data disagrees with them."""
 from __future__ import annotations
 
-
 import numpy as np
 import pytest
 import tensorflow as tf
 
-from trainstack.inputs import (BatchQueueInput, FeedInput, InputError, InputSignatureError,
-                               QueueInput, TensorInput, TFDatasetInput, check_datapoint,
-                               normalize_signature)
+from trainstack.inputs import (
+    BatchQueueInput,
+    FeedInput,
+    InputError,
+    InputSignatureError,
+    QueueInput,
+    TensorInput,
+    TFDatasetInput,
+    check_datapoint,
+    normalize_signature,
+)
 
 SIG = [tf.TensorSpec([None, 2], tf.float32, name="image"), tf.TensorSpec([None], tf.int32, name="label")]
 

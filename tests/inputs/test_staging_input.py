@@ -1,13 +1,11 @@
 """StagingInput: batches staged in per-tower device buffers, one step ahead."""
 from __future__ import annotations
 
-
 import numpy as np
 import pytest
 import tensorflow as tf
 
-from trainstack.inputs import (FeedInput, QueueInput, StagingInput, TensorInput,
-                               TFDatasetInput)
+from trainstack.inputs import FeedInput, QueueInput, StagingInput, TensorInput, TFDatasetInput
 from trainstack.loop import MonitorBase
 
 SIG = [tf.TensorSpec([None, 2], tf.float32, name="x"), tf.TensorSpec([None], tf.int64, name="y")]

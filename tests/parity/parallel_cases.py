@@ -17,13 +17,14 @@ import sys
 import time
 import traceback
 from collections import Counter
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 if HERE not in sys.path:
     sys.path.insert(0, HERE)
 from mapfuncs import double, drop_odd, identity  # noqa: E402
-from pipelines import closing, ids, id_arrays, mixed_types, outcome, passes, take  # noqa: E402
+from pipelines import closing, id_arrays, ids, mixed_types, outcome, passes, take  # noqa: E402
 
 CASES: dict[str, Callable[[Any], Any]] = {}
 MAP_CLASSES = ["MultiProcessMapData", "MultiProcessMapDataZMQ"]

@@ -16,7 +16,8 @@ from __future__ import annotations
 import contextlib
 import itertools
 import sys
-from typing import Any, Callable, Iterator
+from collections.abc import Callable, Iterator
+from typing import Any
 
 # The parity session installs no TensorFlow, and tensorpack.dataflow imports without it. In a
 # development environment that has it, keep it out all the same: as in CI, and so that worker
@@ -28,12 +29,12 @@ import numpy as np  # noqa: E402
 import tensorpack.dataflow as tp  # noqa: E402
 import tensorpack.utils.utils as tp_utils  # noqa: E402
 
-import trainstack.dataflow as ts  # noqa: E402
-from trainstack.dataflow.base import fix_rng_seed as ts_fix_rng_seed  # noqa: E402
-
 # map functions live in a module of their own, which imports neither library: worker processes
 # import it by name, and start faster without tensorpack
 from mapfuncs import double, drop_odd, identity  # noqa: E402,F401 - re-exported
+
+import trainstack.dataflow as ts  # noqa: E402
+from trainstack.dataflow.base import fix_rng_seed as ts_fix_rng_seed  # noqa: E402
 
 LIBS = {"tensorpack": tp, "trainstack": ts}
 

@@ -15,9 +15,8 @@ import pytest
 HERE = os.path.dirname(os.path.abspath(__file__))
 if HERE not in sys.path:
     sys.path.insert(0, HERE)
-from pipelines import LIBS, observe, passes, seeded, tp, ts  # noqa: E402
-
 import tensorpack.dataflow.serialize as tp_serialize  # noqa: E402
+from pipelines import LIBS, observe, passes, seeded, tp, ts  # noqa: E402
 from tensorpack.utils.serialize import MsgpackSerializer  # noqa: E402
 
 

@@ -10,7 +10,8 @@ import os
 import subprocess
 import sys
 import threading
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import pytest
 
@@ -18,7 +19,6 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 if HERE not in sys.path:
     sys.path.insert(0, HERE)
 from pipelines import mixed_types, msgpack_types, observe, tp, ts  # noqa: E402
-
 from tensorpack.utils.serialize import MsgpackSerializer  # noqa: E402
 
 TIMEOUT_S = 60.0

@@ -21,7 +21,6 @@ import threading
 from typing import Any
 
 import numpy as np
-
 from multigpu_cases import ATOL, RTOL, concat, make_batches, make_model, weights
 
 STEPS, BATCH, LEARNING_RATE = 3, 4, 0.5

@@ -8,8 +8,12 @@ import tensorflow as tf
 
 from trainstack.inputs import StagingInput
 from trainstack.loop import Callback
-from trainstack.towers import (SyncMultiGPUTrainerParameterServer, SyncMultiGPUTrainerReplicated, TrainConfig,
-                               launch_train_with_config)
+from trainstack.towers import (
+    SyncMultiGPUTrainerParameterServer,
+    SyncMultiGPUTrainerReplicated,
+    TrainConfig,
+    launch_train_with_config,
+)
 
 
 def fp32_logits(classifier):

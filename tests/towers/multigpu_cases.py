@@ -20,7 +20,8 @@ import concurrent.futures
 import multiprocessing
 import os
 import sys
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
@@ -470,7 +471,7 @@ def data_parallel_inference(devices: list[str], num_towers: int) -> None:
     while a replicated trainer trains."""
     from trainstack.inputs import FeedInput
     from trainstack.loop import MonitorBase
-    from trainstack.towers import DataParallelInferenceRunner, InferenceRunner, Inferencer, ScalarStats
+    from trainstack.towers import DataParallelInferenceRunner, Inferencer, InferenceRunner, ScalarStats
 
     class Ids(Inferencer):
         def __init__(self) -> None:

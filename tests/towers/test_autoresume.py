@@ -10,8 +10,15 @@ import tensorflow as tf
 
 from trainstack.callbacks import JSONWriter, ModelSaver, PeriodicTrigger
 from trainstack.loop import Callback
-from trainstack.towers import (AutoResumeTrainConfig, ChainInit, CheckpointInit, JustCurrentSession,
-                               LoopStateInit, SimpleTrainer, launch_train_with_config)
+from trainstack.towers import (
+    AutoResumeTrainConfig,
+    ChainInit,
+    CheckpointInit,
+    JustCurrentSession,
+    LoopStateInit,
+    SimpleTrainer,
+    launch_train_with_config,
+)
 
 STEPS = 3  # steps per epoch in these tests
 

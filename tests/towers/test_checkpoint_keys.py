@@ -11,8 +11,14 @@ import tensorflow as tf
 
 from trainstack.callbacks import ModelSaver
 from trainstack.inputs import FeedInput
-from trainstack.towers import (ModelDesc, OfflinePredictor, PredictConfig, SimpleTrainer, TowerFunc,
-                               get_current_tower_context)
+from trainstack.towers import (
+    ModelDesc,
+    OfflinePredictor,
+    PredictConfig,
+    SimpleTrainer,
+    TowerFunc,
+    get_current_tower_context,
+)
 
 
 class Regressor(ModelDesc):

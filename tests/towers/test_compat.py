@@ -7,9 +7,15 @@ import numpy as np
 import pytest
 
 from trainstack.inputs import FeedInput, QueueInput
-from trainstack.towers import (FeedfreeTrainerBase, QueueInputTrainer, SimpleFeedfreeTrainer,
-                               SimpleTrainer, SingleCostFeedfreeTrainer, TrainConfig,
-                               legacy_get_predictor)
+from trainstack.towers import (
+    FeedfreeTrainerBase,
+    QueueInputTrainer,
+    SimpleFeedfreeTrainer,
+    SimpleTrainer,
+    SingleCostFeedfreeTrainer,
+    TrainConfig,
+    legacy_get_predictor,
+)
 from trainstack.towers.tf1.legacy.compat import train_legacy
 
 

@@ -7,8 +7,7 @@ import tensorflow as tf
 
 from trainstack.callbacks import JSONWriter, ModelSaver, ProgressBar
 from trainstack.inputs import FeedInput, QueueInput
-from trainstack.towers import (CheckpointInit, DictRestore, JustCurrentSession, RuntimeConfig,
-                               TrainConfig)
+from trainstack.towers import CheckpointInit, DictRestore, JustCurrentSession, RuntimeConfig, TrainConfig
 
 
 def test_defaults(model, dataflow):

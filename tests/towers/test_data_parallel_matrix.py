@@ -9,9 +9,8 @@ with the dataflow's order, and every datapoint is checked to be trained on once.
 """
 from __future__ import annotations
 
-import pytest
-
 import matrix_cases as cases
+import pytest
 
 MULTI_TOWER = [spec for spec in cases.TRAINERS if spec != "Simple"]
 TRAINERS = [("Simple", 1)] + [(spec, k) for spec in MULTI_TOWER for k in (2, 4)]

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from collections import Counter
 
+import dataflow_pipeline_maps
 import numpy as np
 import pytest
-
-import dataflow_pipeline_maps
 from id_model import BatchRecorder, IdClassifier
+
 from trainstack.dataflow import BatchData, DataFromList, MultiProcessMapData
 from trainstack.inputs import FeedInput
 from trainstack.towers import SimpleTrainer, TrainConfig, launch_train_with_config

@@ -20,9 +20,19 @@ import tensorflow as tf
 from trainstack.callbacks import ModelSaver
 from trainstack.inputs import FeedInput
 from trainstack.loop import Callback
-from trainstack.towers import (AutoResumeTrainConfig, ModelDesc, ResumeError, SimpleTrainer, SmartInit,
-                               TowerContext, TowerFunc, TowerTrainer, TracedStep, TrainConfig,
-                               launch_train_with_config)
+from trainstack.towers import (
+    AutoResumeTrainConfig,
+    ModelDesc,
+    ResumeError,
+    SimpleTrainer,
+    SmartInit,
+    TowerContext,
+    TowerFunc,
+    TowerTrainer,
+    TracedStep,
+    TrainConfig,
+    launch_train_with_config,
+)
 
 STEPS = 4  # steps per epoch
 SIGNATURE = [tf.TensorSpec([None, 3], tf.float32, "x"), tf.TensorSpec([None], tf.float32, "y")]

@@ -11,8 +11,7 @@ import numpy as np
 import pytest
 
 from trainstack.callbacks import ModelSaver
-from trainstack.towers import (ModelExporter, OfflinePredictor, PredictConfig, SimpleTrainer,
-                               export_saved_model)
+from trainstack.towers import ModelExporter, OfflinePredictor, PredictConfig, SimpleTrainer, export_saved_model
 
 # Run with `python -I` and an import hook refusing every `trainstack` module (installed editable or
 # from wheels): the SavedModel must load and run with TensorFlow alone.

@@ -18,8 +18,18 @@ import tensorflow as tf
 
 from trainstack.callbacks import ModelSaver, add_moving_summary
 from trainstack.inputs import InputSignatureError, QueueInput
-from trainstack.towers import (GraphBuildError, ModelDescBase, OfflinePredictor, PredictConfig,
-                               SmartInit, TowerContext, TowerFunc, TowerTrainer, TracedStep, minimize)
+from trainstack.towers import (
+    GraphBuildError,
+    ModelDescBase,
+    OfflinePredictor,
+    PredictConfig,
+    SmartInit,
+    TowerContext,
+    TowerFunc,
+    TowerTrainer,
+    TracedStep,
+    minimize,
+)
 
 BATCH = 16
 NOISE = 4
@@ -45,7 +55,7 @@ class GANModelDesc(ModelDescBase):
                     logits=logits_fake, labels=tf.ones_like(logits_fake)), name='loss')
             add_moving_summary(self.g_loss, self.d_loss)
 
-    @functools.lru_cache(maxsize=None)
+    @functools.cache
     def get_optimizer(self):
         return self.optimizer()
 

@@ -7,8 +7,16 @@ import pytest
 import tensorflow as tf
 
 from trainstack.callbacks import SummaryCollection, summary_collection_scope
-from trainstack.towers import (FilterNoneGrad, GlobalNormClip, MapGradient, ProcessedOptimizer,
-                               ScaleGradient, SimpleTrainer, SummaryGradient, apply_grad_processors)
+from trainstack.towers import (
+    FilterNoneGrad,
+    GlobalNormClip,
+    MapGradient,
+    ProcessedOptimizer,
+    ScaleGradient,
+    SimpleTrainer,
+    SummaryGradient,
+    apply_grad_processors,
+)
 
 
 @pytest.fixture

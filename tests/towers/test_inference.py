@@ -4,8 +4,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from trainstack.towers.predict.inference import (BinaryClassificationStats, ClassificationError, Inferencer,
-                                         ScalarStats)
+from trainstack.towers.predict.inference import BinaryClassificationStats, ClassificationError, Inferencer, ScalarStats
 
 
 def run_pass(inf: Inferencer, batches) -> dict:

@@ -49,7 +49,6 @@ TOWERS_TESTS = os.path.dirname(os.path.abspath(__file__))
 def run(logdir, kill_step=None, signals=(signal.SIGTERM,)):
     code = SCRIPT.format(towers_tests=TOWERS_TESTS, logdir=str(logdir), kill_step=kill_step,
                          signals=[int(s) for s in signals])
-    start = time.time()
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=180,
                           env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"})
     return proc, time.time()

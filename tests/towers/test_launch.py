@@ -16,9 +16,16 @@ import tensorflow as tf
 from trainstack.callbacks import DEFAULT_CALLBACKS, DEFAULT_MONITORS
 from trainstack.inputs import FeedInput, QueueInput, StagingInput
 from trainstack.loop import Callback, Trainer
-from trainstack.towers import (ModelDescBase, NoOpTrainer, QueueInputTrainer, RuntimeConfig,
-                               SimpleTrainer, TrainConfig, apply_default_prefetch,
-                               launch_train_with_config)
+from trainstack.towers import (
+    ModelDescBase,
+    NoOpTrainer,
+    QueueInputTrainer,
+    RuntimeConfig,
+    SimpleTrainer,
+    TrainConfig,
+    apply_default_prefetch,
+    launch_train_with_config,
+)
 
 
 class CostRecorder(Callback):

@@ -4,8 +4,8 @@ from __future__ import annotations
 import keras
 import numpy as np
 import pytest
-
 from mixed_precision_cases import fp32_logits
+
 from trainstack.inputs import FeedInput
 from trainstack.towers import GlobalNormClip, SimpleTrainer, apply_grad_processors
 

@@ -7,9 +7,8 @@ counts K iterations per step.
 """
 from __future__ import annotations
 
-import pytest
-
 import multigpu_cases as cases
+import pytest
 
 ASYNC = "AsyncMultiGPUTrainer"
 

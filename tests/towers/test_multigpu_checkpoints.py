@@ -8,9 +8,8 @@ copy of a replicated variable and optimizer slot. Runs on logical CPU devices.
 """
 from __future__ import annotations
 
-import pytest
-
 import multigpu_cases as cases
+import pytest
 
 
 @pytest.mark.parametrize("trainer", ["SyncMultiGPUTrainerReplicated", "SyncMultiGPUTrainerParameterServer",

@@ -5,15 +5,20 @@ CPU devices (see multigpu_cases.py for why a worker).
 """
 from __future__ import annotations
 
+import multigpu_cases as cases
 import pytest
 import tensorflow as tf
 
 from trainstack.inputs import QueueInput, StagingInput
-from trainstack.towers import (AsyncMultiGPUTrainer, MultiGPUTrainerBase, SyncMultiGPUTrainer,
-                               SyncMultiGPUTrainerParameterServer, SyncMultiGPUTrainerReplicated,
-                               apply_default_prefetch, resolve_devices)
-
-import multigpu_cases as cases
+from trainstack.towers import (
+    AsyncMultiGPUTrainer,
+    MultiGPUTrainerBase,
+    SyncMultiGPUTrainer,
+    SyncMultiGPUTrainerParameterServer,
+    SyncMultiGPUTrainerReplicated,
+    apply_default_prefetch,
+    resolve_devices,
+)
 
 KIND = "GPU" if tf.config.get_visible_devices("GPU") else "CPU"
 

@@ -6,10 +6,9 @@ files on the GPUs, in a worker process: every GPU, or two logical GPUs of
 """
 from __future__ import annotations
 
+import multigpu_cases as cases
 import pytest
 import tensorflow as tf
-
-import multigpu_cases as cases
 
 pytestmark = [pytest.mark.gpu, pytest.mark.skipif(not tf.config.list_physical_devices("GPU"),
                                                   reason="needs a GPU; this machine has none")]

@@ -7,12 +7,11 @@ and run beside a replicated trainer. Runs on logical CPU devices.
 """
 from __future__ import annotations
 
+import multigpu_cases as cases
 import pytest
 
 from trainstack.inputs import FeedInput
 from trainstack.towers import DataParallelInferenceRunner, ScalarStats
-
-import multigpu_cases as cases
 
 
 @pytest.mark.parametrize("towers", [2, 3])

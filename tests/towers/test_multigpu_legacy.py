@@ -8,14 +8,19 @@ Device indices are logical CPU devices in the worker (no GPU there).
 """
 from __future__ import annotations
 
+import multigpu_cases as cases
 import pytest
 import tensorflow as tf
 
 from trainstack.inputs import QueueInput, StagingInput
-from trainstack.towers import (LeastLoadedDeviceSetter, MultiGPUTrainerBase, SyncMultiGPUTrainerReplicated,
-                               TrainConfig, apply_default_prefetch, get_current_tower_context)
-
-import multigpu_cases as cases
+from trainstack.towers import (
+    LeastLoadedDeviceSetter,
+    MultiGPUTrainerBase,
+    SyncMultiGPUTrainerReplicated,
+    TrainConfig,
+    apply_default_prefetch,
+    get_current_tower_context,
+)
 
 
 def config(**kwargs):

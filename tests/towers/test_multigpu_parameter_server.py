@@ -8,9 +8,8 @@ order). The model (two Dense layers) has no batch statistics.
 """
 from __future__ import annotations
 
-import pytest
-
 import multigpu_cases as cases
+import pytest
 
 PS = "SyncMultiGPUTrainerParameterServer"
 

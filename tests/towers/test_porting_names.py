@@ -11,10 +11,23 @@ import tensorflow as tf
 
 from trainstack.callbacks import MergeAllSummaries
 from trainstack.loop import Callback
-from trainstack.towers import (DataParallelBuilder, ModelDesc, OfflinePredictor, PredictConfig,
-                               SimpleDatasetPredictor, SimpleTrainer, TowerContext,
-                               TowerFunc, TrainConfig, add_param_summary, get_global_step_var,
-                               l2_regularizer, launch_train_with_config, regularize_cost)
+from trainstack.towers import (
+    DataParallelBuilder,
+    ModelDesc,
+    OfflinePredictor,
+    PredictConfig,
+    SimpleDatasetPredictor,
+    SimpleTrainer,
+    TowerContext,
+    TowerFunc,
+    TrainConfig,
+    add_param_summary,
+    get_global_step_var,
+    l2_regularizer,
+    launch_train_with_config,
+    regularize_cost,
+)
+
 
 class Fetch(Callback):
     """Fetches named tensors of the main tower at every step."""

@@ -7,8 +7,14 @@ import pytest
 import tensorflow as tf
 
 from trainstack.inputs import InputSignatureError
-from trainstack.towers import (ModelDesc, OnlinePredictor, SimpleTrainer, TowerFunc,
-                               VariableReuseError, get_current_tower_context)
+from trainstack.towers import (
+    ModelDesc,
+    OnlinePredictor,
+    SimpleTrainer,
+    TowerFunc,
+    VariableReuseError,
+    get_current_tower_context,
+)
 from trainstack.towers.predict.predictor import predict_device
 
 

@@ -12,8 +12,7 @@ from tensorboard.backend.event_processing.event_accumulator import EventAccumula
 from trainstack.callbacks import TFEventWriter
 from trainstack.dataflow.viz import stack_patches
 from trainstack.loop import Callback
-from trainstack.towers import (GeneratorSamplesGrid, ModelDesc, SimpleTrainer, TrainConfig,
-                               launch_train_with_config)
+from trainstack.towers import GeneratorSamplesGrid, ModelDesc, SimpleTrainer, TrainConfig, launch_train_with_config
 
 NOISE, H, W = 3, 6, 5
 STEPS = 4

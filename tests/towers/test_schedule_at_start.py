@@ -17,8 +17,7 @@ import pytest
 
 from trainstack.callbacks import ModelSaver, ObjAttrParam, ScheduledHyperParamSetter
 from trainstack.loop import Callback
-from trainstack.towers import (LoopStateInit, NoOpTrainer, SimpleTrainer, TrainConfig,
-                               launch_train_with_config)
+from trainstack.towers import LoopStateInit, NoOpTrainer, SimpleTrainer, TrainConfig, launch_train_with_config
 
 from .conftest import TinyClassifier, make_dataflow
 

@@ -19,9 +19,17 @@ import tensorflow as tf
 
 from trainstack.callbacks import ModelSaver
 from trainstack.loop import Trainer
-from trainstack.towers.session.sessinit import (ChainInit, CheckpointInit, DictRestore, JustCurrentSession,
-                                        SaverRestore, SaverRestoreRelaxed, SessionInit, SmartInit,
-                                        get_model_loader)
+from trainstack.towers.session.sessinit import (
+    ChainInit,
+    CheckpointInit,
+    DictRestore,
+    JustCurrentSession,
+    SaverRestore,
+    SaverRestoreRelaxed,
+    SessionInit,
+    SmartInit,
+    get_model_loader,
+)
 
 
 class Net(tf.Module):

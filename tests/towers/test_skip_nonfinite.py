@@ -7,7 +7,6 @@ import logging
 import keras
 import numpy as np
 import pytest
-
 from nonfinite_cases import adam_classifier, poisoned, train
 
 from trainstack.inputs import FeedInput

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-
 import tf1_basics_examples as examples  # by name: the multi-device worker imports it (see multigpu_cases.py)
 
 

@@ -6,11 +6,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import tensorflow as tf
-
-from trainstack.towers import ModelExporter, OfflinePredictor, PredictConfig, SmartInit, export_saved_model
-
 import tf1_layer_cases as layer_cases  # by name (this folder is on sys.path, see conftest.py)
 import tf1_variable_cases as variable_cases
+
+from trainstack.towers import ModelExporter, OfflinePredictor, PredictConfig, SmartInit, export_saved_model
 
 
 def _cases():

@@ -20,12 +20,9 @@ from __future__ import annotations
 
 import threading
 
-import keras
-import numpy as np
 import pytest
-import tensorflow as tf
-
 import tf1_gan_cases as cases
+
 from trainstack.inputs import QueueInput
 
 STEPS = 6

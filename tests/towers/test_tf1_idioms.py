@@ -14,8 +14,7 @@ import pytest
 import tensorflow as tf
 
 from trainstack.loop import Callback
-from trainstack.towers import (ModelDesc, SimpleTrainer, TrainConfig, get_global_step_var,
-                               launch_train_with_config, tfv1)
+from trainstack.towers import ModelDesc, SimpleTrainer, TrainConfig, get_global_step_var, launch_train_with_config, tfv1
 
 STEPS = 30
 

@@ -9,11 +9,33 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from trainstack.towers import (AvgPooling, BatchNorm, BNReLU, Conv2D, Conv2DTranspose, Deconv2D, Dropout,
-                               FixedUnPooling, FullyConnected, GlobalAvgPooling, InstanceNorm, LayerNorm, LinearWrap,
-                               Maxout, MaxPooling, PReLU, TowerContext, TowerFunc, argscope,
-                               enable_argscope_for_function, enable_argscope_for_module, freeze_variables,
-                               get_arg_scope, layer_register, remap_variables)
+from trainstack.towers import (
+    AvgPooling,
+    BatchNorm,
+    BNReLU,
+    Conv2D,
+    Conv2DTranspose,
+    Deconv2D,
+    Dropout,
+    FixedUnPooling,
+    FullyConnected,
+    GlobalAvgPooling,
+    InstanceNorm,
+    LayerNorm,
+    LinearWrap,
+    Maxout,
+    MaxPooling,
+    PReLU,
+    TowerContext,
+    TowerFunc,
+    argscope,
+    enable_argscope_for_function,
+    enable_argscope_for_module,
+    freeze_variables,
+    get_arg_scope,
+    layer_register,
+    remap_variables,
+)
 
 RNG = np.random.default_rng(0)
 TOL = dict(rtol=1e-5, atol=1e-5)

@@ -19,12 +19,26 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from trainstack.callbacks import (ModelSaver, ScheduledHyperParamSetter, add_moving_summary)
+from trainstack.callbacks import ModelSaver, ScheduledHyperParamSetter, add_moving_summary
 from trainstack.inputs import FeedInput, QueueInput
 from trainstack.loop import Callback
-from trainstack.towers import (AutoResumeTrainConfig, GlobalNormClip, ModelDesc, ModelDescBase, SimpleTrainer,
-                               SmartInit, TF1CallError, TowerContext, TowerFunc, TowerTrainer, TrainConfig,
-                               apply_grad_processors, get_global_step_var, launch_train_with_config, tfv1)
+from trainstack.towers import (
+    AutoResumeTrainConfig,
+    GlobalNormClip,
+    ModelDesc,
+    ModelDescBase,
+    SimpleTrainer,
+    SmartInit,
+    TF1CallError,
+    TowerContext,
+    TowerFunc,
+    TowerTrainer,
+    TrainConfig,
+    apply_grad_processors,
+    get_global_step_var,
+    launch_train_with_config,
+    tfv1,
+)
 
 W0 = np.array([[0.5], [-0.3], [0.2]], np.float32)
 RTOL, ATOL = 2e-5, 1e-6  # float32 training against the float64 formula

@@ -21,10 +21,25 @@ import tensorflow as tf
 
 from trainstack.callbacks import ModelSaver, SummaryCollection, summary_collection_scope
 from trainstack.inputs import FeedInput
-from trainstack.towers import (ModelDesc, ModelExporter, OfflinePredictor, PredictConfig, SimpleTrainer,
-                               TF1CallError, TowerContext, TowerFunc, TowerTrainer, TrainConfig,
-                               add_param_summary, get_current_tower_context, get_global_step_var,
-                               l2_regularizer, launch_train_with_config, regularize_cost, tf1)
+from trainstack.towers import (
+    ModelDesc,
+    ModelExporter,
+    OfflinePredictor,
+    PredictConfig,
+    SimpleTrainer,
+    TF1CallError,
+    TowerContext,
+    TowerFunc,
+    TowerTrainer,
+    TrainConfig,
+    add_param_summary,
+    get_current_tower_context,
+    get_global_step_var,
+    l2_regularizer,
+    launch_train_with_config,
+    regularize_cost,
+    tf1,
+)
 from trainstack.towers.tower import extension
 
 from .conftest import NUM_FEATURES, make_dataflow

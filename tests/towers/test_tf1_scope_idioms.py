@@ -15,8 +15,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from trainstack.towers import (FullyConnected, TowerContext, TowerFunc, auto_reuse_variable_scope,
-                               under_variable_scope)
+from trainstack.towers import FullyConnected, TowerContext, TowerFunc, auto_reuse_variable_scope, under_variable_scope
 
 SPEC = [tf.TensorSpec([None, 3], tf.float32, "real"), tf.TensorSpec([None, 2], tf.float32, "z")]
 

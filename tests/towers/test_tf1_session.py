@@ -13,8 +13,17 @@ import pytest
 import tensorflow as tf
 
 from trainstack.inputs import FeedInput
-from trainstack.towers import (ModelDesc, SimpleTrainer, TF1CallError, TowerContext, TowerFunc, TowerTrainer,
-                               TrainConfig, launch_train_with_config, tfv1)
+from trainstack.towers import (
+    ModelDesc,
+    SimpleTrainer,
+    TF1CallError,
+    TowerContext,
+    TowerFunc,
+    TowerTrainer,
+    TrainConfig,
+    launch_train_with_config,
+    tfv1,
+)
 
 REPLACEMENT = r"hooked_sess\.run\(fn\)"
 SESSION_INIT = tf.compat.v1.Session.__init__  # TensorFlow's own

@@ -17,8 +17,7 @@ import tensorflow as tf
 
 from trainstack.callbacks import JSONWriter, ScalarPrinter, TFEventWriter
 from trainstack.loop import Callback
-from trainstack.towers import (ModelDesc, SimpleTrainer, TrainConfig, get_global_step_var,
-                               launch_train_with_config, tfv1)
+from trainstack.towers import ModelDesc, SimpleTrainer, TrainConfig, get_global_step_var, launch_train_with_config, tfv1
 
 STEPS_PER_EPOCH = 10  # the schedule halves every 10 steps: at each epoch's end
 EPOCHS = 3

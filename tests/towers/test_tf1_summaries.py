@@ -17,12 +17,26 @@ import pytest
 import tensorflow as tf
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
-from trainstack.callbacks import (JSONWriter, MergeAllSummaries, PeriodicTrigger, ScalarPrinter,
-                                  TFEventWriter, get_summary_collection)
+from trainstack.callbacks import (
+    JSONWriter,
+    MergeAllSummaries,
+    PeriodicTrigger,
+    ScalarPrinter,
+    TFEventWriter,
+    get_summary_collection,
+)
 from trainstack.inputs import QueueInput
 from trainstack.loop import Callback
-from trainstack.towers import (ModelDesc, SimpleTrainer, TF1CallError, TowerContext, TowerFunc, TowerTrainer,
-                               TrainConfig, launch_train_with_config)
+from trainstack.towers import (
+    ModelDesc,
+    SimpleTrainer,
+    TF1CallError,
+    TowerContext,
+    TowerFunc,
+    TowerTrainer,
+    TrainConfig,
+    launch_train_with_config,
+)
 
 STEPS = 3  # steps per epoch: one batch each
 

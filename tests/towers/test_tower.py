@@ -7,7 +7,7 @@ import pytest
 import tensorflow as tf
 
 from trainstack.inputs import InputSignatureError
-from trainstack.towers import (TowerContext, TowerFunc, VariableReuseError, get_current_tower_context)
+from trainstack.towers import TowerContext, TowerFunc, VariableReuseError, get_current_tower_context
 
 SIG = [tf.TensorSpec([None, 3], tf.float32, "x")]
 

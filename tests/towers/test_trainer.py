@@ -8,8 +8,15 @@ import tensorflow as tf
 from trainstack.callbacks import ProcessTensors
 from trainstack.inputs import FeedInput, InputSignatureError, QueueInput
 from trainstack.loop import Callback
-from trainstack.towers import (NoOpTrainer, QueueInputTrainer, RetraceError, SimpleTrainer,
-                               SingleCostTrainer, TowerTrainer, TracedStep)
+from trainstack.towers import (
+    NoOpTrainer,
+    QueueInputTrainer,
+    RetraceError,
+    SimpleTrainer,
+    SingleCostTrainer,
+    TowerTrainer,
+    TracedStep,
+)
 
 
 def train_costs(trainer, steps=10, epochs=3, callbacks=()):

@@ -9,12 +9,27 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from trainstack.callbacks import (JSONWriter, MergeAllSummaries, ModelSaver, MovingAverageSummary,
-                                  ProgressBar, RunUpdateOps, ScalarPrinter, ScheduledHyperParamSetter,
-                                  TFEventWriter, load_loop_state)
+from trainstack.callbacks import (
+    JSONWriter,
+    MergeAllSummaries,
+    ModelSaver,
+    MovingAverageSummary,
+    ProgressBar,
+    RunUpdateOps,
+    ScalarPrinter,
+    ScheduledHyperParamSetter,
+    TFEventWriter,
+    load_loop_state,
+)
 from trainstack.loop import Callback
-from trainstack.towers import (GlobalNormClip, SimpleTrainer, SummaryGradient, TowerFunc,
-                               TowerContext, apply_grad_processors)
+from trainstack.towers import (
+    GlobalNormClip,
+    SimpleTrainer,
+    SummaryGradient,
+    TowerContext,
+    TowerFunc,
+    apply_grad_processors,
+)
 
 
 class RecordKernel(Callback):

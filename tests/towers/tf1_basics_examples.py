@@ -11,10 +11,25 @@ import numpy as np
 
 from trainstack.callbacks import ModelSaver, ScheduledHyperParamSetter, add_moving_summary
 from trainstack.loop import Callback
-from trainstack.towers import (BatchNorm, BNReLU, Conv2D, Dropout, FullyConnected, LinearWrap, MaxPooling,  # noqa: F401
-                               ModelDesc, SimpleTrainer, SyncMultiGPUTrainerReplicated, TrainConfig, add_param_summary,
-                               argscope, get_global_step_var, l2_regularizer, launch_train_with_config,
-                               regularize_cost)
+from trainstack.towers import (  # noqa: F401
+    BatchNorm,
+    BNReLU,
+    Conv2D,
+    Dropout,
+    FullyConnected,
+    LinearWrap,
+    MaxPooling,
+    ModelDesc,
+    SimpleTrainer,
+    SyncMultiGPUTrainerReplicated,
+    TrainConfig,
+    add_param_summary,
+    argscope,
+    get_global_step_var,
+    l2_regularizer,
+    launch_train_with_config,
+    regularize_cost,
+)
 from trainstack.towers import tfv1 as tf
 
 # tensorpack.tfutils.summary, as mnist-convnet.py imports it
@@ -104,7 +119,7 @@ class MnistModel(ModelDesc):
 # ---- examples/basics/cifar-convnet.py, class Model, as written ---------------------------------------------
 class CifarModel(ModelDesc):
     def __init__(self, cifar_classnum):
-        super(CifarModel, self).__init__()
+        super().__init__()
         self.cifar_classnum = cifar_classnum
 
     def inputs(self):

@@ -28,8 +28,7 @@ def _classes():
     import tensorflow as tf
 
     from trainstack.callbacks import add_moving_summary
-    from trainstack.towers import (DataParallelBuilder, ModelDescBase, TowerContext, TowerFunc,
-                                   TowerTrainer)
+    from trainstack.towers import DataParallelBuilder, ModelDescBase, TowerContext, TowerFunc, TowerTrainer
 
     class GANModelDesc(ModelDescBase):
         def collect_variables(self):
@@ -49,7 +48,7 @@ def _classes():
                         logits=logits_fake, labels=tf.ones_like(logits_fake)), name='loss')
                 add_moving_summary(self.g_loss, self.d_loss)
 
-        @functools.lru_cache(maxsize=None)
+        @functools.cache
         def get_optimizer(self):
             return self.optimizer()
 

@@ -15,9 +15,24 @@ import numpy as np
 import tensorflow as tf
 
 from trainstack.callbacks import add_moving_summary
-from trainstack.towers import (BatchNorm, BNReLU, Conv2D, FullyConnected, LinearWrap, MaxPooling, ModelDesc,
-                               SimpleTrainer, SmartInit, SyncMultiGPUTrainerReplicated, TrainConfig, add_param_summary,
-                               argscope, l2_regularizer, launch_train_with_config, regularize_cost)
+from trainstack.towers import (
+    BatchNorm,
+    BNReLU,
+    Conv2D,
+    FullyConnected,
+    LinearWrap,
+    MaxPooling,
+    ModelDesc,
+    SimpleTrainer,
+    SmartInit,
+    SyncMultiGPUTrainerReplicated,
+    TrainConfig,
+    add_param_summary,
+    argscope,
+    l2_regularizer,
+    launch_train_with_config,
+    regularize_cost,
+)
 
 SIG = [tf.TensorSpec([None, 8, 8, 1], tf.float32, "input"), tf.TensorSpec([None], tf.int32, "label")]
 

@@ -18,8 +18,14 @@ def replicated_equals_simple(devices: list[str], optimizer: str) -> dict[str, An
     import keras
     import tensorflow as tf
 
-    from trainstack.towers import (ModelDesc, SimpleTrainer, SyncMultiGPUTrainerReplicated, TrainConfig,
-                                   launch_train_with_config, tfv1)
+    from trainstack.towers import (
+        ModelDesc,
+        SimpleTrainer,
+        SyncMultiGPUTrainerReplicated,
+        TrainConfig,
+        launch_train_with_config,
+        tfv1,
+    )
 
     makers = {"adam": lambda: tfv1.train.AdamOptimizer(0.05),
               "nesterov": lambda: tfv1.train.MomentumOptimizer(0.05, 0.9, use_nesterov=True),

@@ -8,8 +8,13 @@ import numpy as np
 import tensorflow as tf
 
 from trainstack.callbacks import ModelSaver
-from trainstack.towers import (ModelDesc, SimpleTrainer, SyncMultiGPUTrainerReplicated, TrainConfig,
-                               launch_train_with_config)
+from trainstack.towers import (
+    ModelDesc,
+    SimpleTrainer,
+    SyncMultiGPUTrainerReplicated,
+    TrainConfig,
+    launch_train_with_config,
+)
 
 RNG = np.random.default_rng(7)
 W0 = RNG.normal(size=(4, 8)).astype("float32") * 0.5

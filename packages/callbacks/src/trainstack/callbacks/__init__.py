@@ -1,23 +1,33 @@
 """trainstack.callbacks: the callback library and the monitors, on TensorFlow 2."""
 from trainstack.loop import MonitorBase, Monitors
 
+from . import logger
 from .defaults import DEFAULT_CALLBACKS, DEFAULT_MONITORS
 from .gpu import GPUUtilizationTracker, PeakMemoryTracker
 from .graph import CheckNumerics, DumpTensor, DumpTensors, ProcessTensors, RunOp, RunUpdateOps
+from .hyperparam import GraphVarParam, HyperParam, NamedParam, ObjAttrParam, OptimizerParam, TFVariableParam
 from .jsonwriter import JSONWriter
 from .logdir import auto_set_dir, get_logger_dir, set_logger_dir, unset_logger_dir
-from . import logger
-from .hyperparam import GraphVarParam, HyperParam, NamedParam, ObjAttrParam, OptimizerParam, TFVariableParam
-from .param import (HumanHyperParamSetter, HyperParamSetter, HyperParamSetterWithFunc, ScheduledHyperParamSetter,
-                    StatMonitorParamSetter)
+from .param import (
+                    HumanHyperParamSetter,
+                    HyperParamSetter,
+                    HyperParamSetterWithFunc,
+                    ScheduledHyperParamSetter,
+                    StatMonitorParamSetter,
+)
 from .printer import ScalarPrinter
 from .profiler import GraphProfiler
 from .progress import ProgressBar
 from .proxy import CallbackFactory, ProxyCallback
 from .saver import MaxSaver, MinSaver, ModelSaver, checkpoint_objects_of, load_loop_state, restore_loop_state
 from .stopping import EarlyStopping, TerminateOnNaN
-from .summary import (SummaryCollection, add_moving_summary, add_tensor_summary, get_summary_collection,
-                      summary_collection_scope)
+from .summary import (
+                    SummaryCollection,
+                    add_moving_summary,
+                    add_tensor_summary,
+                    get_summary_collection,
+                    summary_collection_scope,
+)
 from .summary_callbacks import MergeAllSummaries, MovingAverageSummary, SimpleMovingAverage
 from .tfevent import TFEventWriter
 from .timing import EstimatedTimeLeft, ThroughputTracker

@@ -22,7 +22,8 @@ from __future__ import annotations
 
 import collections
 import os
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 import tensorflow as tf
 from tensorflow.core.protobuf import trackable_object_graph_pb2
@@ -173,7 +174,7 @@ class CheckpointMatch:
                              if ref.local_name in kids)
         return matched
 
-    def without(self, skip: frozenset[int]) -> "CheckpointMatch":
+    def without(self, skip: frozenset[int]) -> CheckpointMatch:
         """The match with the objects of ``skip`` (ids) also left out."""
         return CheckpointMatch(self.path, self.objects, self.skip | frozenset(skip), _reader=self.reader,
                                _graph=self.graph)

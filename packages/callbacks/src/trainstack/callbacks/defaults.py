@@ -8,11 +8,11 @@ from __future__ import annotations
 
 from trainstack.loop import Callback, MonitorBase
 
+from .graph import RunUpdateOps
 from .jsonwriter import JSONWriter
 from .printer import ScalarPrinter
 from .progress import ProgressBar
 from .summary_callbacks import MergeAllSummaries, MovingAverageSummary
-from .graph import RunUpdateOps
 from .tfevent import TFEventWriter
 
 __all__ = ["DEFAULT_CALLBACKS", "DEFAULT_MONITORS"]

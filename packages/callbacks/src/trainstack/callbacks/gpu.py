@@ -9,7 +9,7 @@ import logging
 import os
 import re
 import threading
-from typing import Sequence
+from collections.abc import Sequence
 
 import tensorflow as tf
 

@@ -36,7 +36,7 @@ class HyperParam(abc.ABC):
 
     _readable_name: str
 
-    def setup(self, trainer: Trainer) -> None:
+    def setup(self, trainer: Trainer) -> None:  # noqa: B027 (optional: most params need no setup)
         """Find what to set, once the trainer exists (called at the setter's ``setup_graph``)."""
 
     @abc.abstractmethod

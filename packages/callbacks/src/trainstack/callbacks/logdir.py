@@ -30,7 +30,6 @@ import shutil
 import sys
 from datetime import datetime
 
-
 __all__ = ["set_logger_dir", "get_logger_dir", "unset_logger_dir", "auto_set_dir", "LOG_FILE_NAME"]
 
 logger = logging.getLogger("trainstack.callbacks")

@@ -7,7 +7,8 @@ driver, :class:`NVML` raises :class:`NVMLError` and the tracker does nothing.
 from __future__ import annotations
 
 import contextlib
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
 try:
     import pynvml
@@ -40,7 +41,7 @@ class NVML:
         with _calling("nvmlInit"):
             pynvml.nvmlInit()
 
-    def __enter__(self) -> "NVML":
+    def __enter__(self) -> NVML:
         return self
 
     def __exit__(self, *exc: object) -> None:

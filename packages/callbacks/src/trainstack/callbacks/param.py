@@ -14,7 +14,8 @@ import math
 import numbers
 import os
 from collections import deque
-from typing import Any, Callable, Iterable
+from collections.abc import Callable, Iterable
+from typing import Any
 
 from trainstack.loop import Callback
 from trainstack.loop.checks import check_int, check_number

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import logging
 import re
-from typing import Iterable
+from collections.abc import Iterable
 
 from trainstack.loop import MonitorBase
 

@@ -7,7 +7,8 @@ alone.
 """
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from trainstack.loop import Callback, RunArgs, RunContext, RunValues
 

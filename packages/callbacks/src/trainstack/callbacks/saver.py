@@ -41,7 +41,8 @@ import logging
 import math
 import os
 import re
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 import numpy as np
 import tensorflow as tf
@@ -50,8 +51,7 @@ from trainstack.loop import Callback, Trainer
 from trainstack.loop.checks import check_int, check_number
 
 from .callback_state import MONITOR_STATE_KEY, MonitorState
-from .checkpoint_layout import (BEST_STAT_KEY, LOOP_STATE_KEY, SAVER_KEYS, VALUE_SUFFIX,
-                                saver_checkpoint)
+from .checkpoint_layout import BEST_STAT_KEY, LOOP_STATE_KEY, SAVER_KEYS, VALUE_SUFFIX, saver_checkpoint
 from .logdir import get_logger_dir
 
 __all__ = ["ModelSaver", "MinSaver", "MaxSaver", "load_loop_state", "restore_loop_state",

@@ -29,7 +29,8 @@ import contextvars
 import re
 import threading
 import weakref
-from typing import Any, Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any
 
 import numpy as np
 import tensorflow as tf
@@ -56,7 +57,7 @@ class _Entry:
     """One named record; remembers the graphs (traces) that recorded it."""
 
     def __init__(self) -> None:
-        self.graphs: "weakref.WeakSet[Any]" = weakref.WeakSet()
+        self.graphs: weakref.WeakSet[Any] = weakref.WeakSet()
 
 
 class _MovingAverage(_Entry):
@@ -131,7 +132,7 @@ class _Fetched(_Entry):
 FETCHED_KINDS = ("scalar", "histogram", "image", "text")
 
 #: the collections that hold fetched summaries (see MergeAllSummaries.overrides)
-_WITH_FETCHED: "weakref.WeakSet[SummaryCollection]" = weakref.WeakSet()
+_WITH_FETCHED: weakref.WeakSet[SummaryCollection] = weakref.WeakSet()
 
 
 class SummaryCollection:

@@ -14,7 +14,8 @@ from __future__ import annotations
 
 import logging
 from collections import deque
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 import tensorflow as tf

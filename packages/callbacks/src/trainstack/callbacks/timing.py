@@ -9,7 +9,6 @@ from collections import deque
 from trainstack.loop import DEFAULT_MAX_EPOCH, Callback
 from trainstack.loop.checks import check_int, check_number
 
-
 __all__ = ["EstimatedTimeLeft", "ThroughputTracker", "humanize_time_delta"]
 
 logger = logging.getLogger("trainstack.callbacks")

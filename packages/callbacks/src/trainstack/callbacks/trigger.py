@@ -10,7 +10,8 @@
 """
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from trainstack.loop import Callback, RunArgs, RunContext, RunValues
 from trainstack.loop.checks import check_int
@@ -91,7 +92,7 @@ class EnableCallbackIf(ProxyCallback):
 
     _name_prefix = "EnableCallbackIf"
 
-    def __init__(self, callback: Callback, pred: Callable[["EnableCallbackIf"], bool]) -> None:
+    def __init__(self, callback: Callback, pred: Callable[[EnableCallbackIf], bool]) -> None:
         super().__init__(callback)
         if not callable(pred):
             raise TypeError(f"EnableCallbackIf({callback.name}, pred=...) expects a function "

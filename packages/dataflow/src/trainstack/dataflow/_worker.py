@@ -21,13 +21,21 @@ import signal
 import sys
 import threading
 import traceback
+from collections.abc import Callable, Iterator
 from multiprocessing import parent_process
 from multiprocessing.connection import Connection, wait
-from typing import Any, Callable, Iterator
+from typing import Any
 
 from .base import fix_rng_seed
-from .codec import (OOB_MIN_BYTES, decode_frame, encode_frame, encode_frame_oob, pack_datapoint_oob,
-                    results_frame, send_frame)
+from .codec import (
+    OOB_MIN_BYTES,
+    decode_frame,
+    encode_frame,
+    encode_frame_oob,
+    pack_datapoint_oob,
+    results_frame,
+    send_frame,
+)
 from .errors import EmptyDataFlowError, FrameError
 from .protocol import reset_dataflow
 

@@ -29,9 +29,10 @@ import stat
 import sys
 import threading
 import weakref
+from collections.abc import Callable, Iterator
 from multiprocessing.connection import Connection
 from multiprocessing.process import BaseProcess
-from typing import Any, Callable, Iterator
+from typing import Any
 
 import cloudpickle
 

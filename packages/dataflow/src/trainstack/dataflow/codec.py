@@ -37,9 +37,9 @@ from __future__ import annotations
 
 import math
 import os
+import reprlib
 import struct
 import sys
-import reprlib
 from typing import Any
 
 import msgpack
@@ -55,9 +55,11 @@ if msgpack.Packer.__module__.startswith("msgpack."):
     _Packer, _unpackb = msgpack.Packer, msgpack.unpackb
 else:  # already patched when this module is imported
     try:
-        from msgpack._cmsgpack import Packer as _Packer, unpackb as _unpackb
+        from msgpack._cmsgpack import Packer as _Packer
+        from msgpack._cmsgpack import unpackb as _unpackb
     except ImportError:
-        from msgpack.fallback import Packer as _Packer, unpackb as _unpackb  # type: ignore[assignment]
+        from msgpack.fallback import Packer as _Packer  # type: ignore[assignment]
+        from msgpack.fallback import unpackb as _unpackb
 
 
 def packb(obj: Any, **kwargs: Any) -> bytes:

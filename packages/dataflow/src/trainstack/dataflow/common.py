@@ -9,16 +9,15 @@ from __future__ import annotations
 import itertools
 import logging
 from collections import deque
-from collections.abc import Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from copy import copy
-from typing import Any, Callable, Iterator, Sequence
+from typing import Any
 
 import numpy as np
 
 from trainstack.loop.checks import check_int
 
-from .base import (DataFlow, DataFlowReentrantGuard, ProxyDataFlow, RNGDataFlow, SizeUnknownError, get_rng,
-                   len_of)
+from .base import DataFlow, DataFlowReentrantGuard, ProxyDataFlow, RNGDataFlow, SizeUnknownError, get_rng, len_of
 from .protocol import reset_dataflow
 
 __all__ = ["BatchData", "MapData", "MapDataComponent", "SelectComponent", "RepeatedData",

@@ -11,7 +11,8 @@ from __future__ import annotations
 import logging
 import os
 import struct
-from typing import Any, Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any
 
 import numpy as np
 

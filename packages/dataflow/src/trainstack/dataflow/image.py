@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import copy as copy_mod
 import logging
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from typing import Any, Iterator, Sequence
+from typing import Any
 
 import numpy as np
 

@@ -9,7 +9,8 @@ and what comes back is one message per batch.
 """
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from trainstack.loop.checks import check_int
 

@@ -5,7 +5,8 @@ same seed they draw the same sequence as tensorpack's (``tests/parity/test_parit
 """
 from __future__ import annotations
 
-from typing import Any, Iterator, Sequence
+from collections.abc import Iterator, Sequence
+from typing import Any
 
 import numpy as np
 

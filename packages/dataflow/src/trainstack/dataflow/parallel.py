@@ -20,8 +20,9 @@ imports TensorFlow does not make its workers import it.
 """
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
 from multiprocessing.connection import wait
-from typing import Any, Callable, Iterator
+from typing import Any
 
 from trainstack.loop.checks import check_int
 

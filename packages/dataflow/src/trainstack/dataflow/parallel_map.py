@@ -21,9 +21,10 @@ import concurrent.futures
 import itertools
 import math
 import os
+from collections.abc import Callable, Iterator
 from copy import copy
 from multiprocessing.connection import wait
-from typing import Any, Callable, Iterator
+from typing import Any
 
 from trainstack.loop.checks import check_int
 

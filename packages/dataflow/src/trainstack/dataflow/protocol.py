@@ -9,7 +9,8 @@ it, before the first pass.
 """
 from __future__ import annotations
 
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
 from .errors import EmptyDataFlowError, InputError
 

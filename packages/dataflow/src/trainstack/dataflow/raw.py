@@ -2,7 +2,8 @@
 from __future__ import annotations
 
 import copy
-from typing import Any, Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from typing import Any
 
 import numpy as np
 

@@ -20,7 +20,8 @@ from __future__ import annotations
 import logging
 import time
 from collections import deque
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
 import tqdm
 

@@ -25,7 +25,8 @@ import logging
 import os
 import platform
 from collections import defaultdict
-from typing import Any, Iterator, Sequence
+from collections.abc import Iterator, Sequence
+from typing import Any
 
 import numpy as np
 import tqdm

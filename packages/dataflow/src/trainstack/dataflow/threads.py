@@ -15,7 +15,8 @@ import queue
 import threading
 import time
 import weakref
-from typing import Any, Callable, Iterator
+from collections.abc import Callable, Iterator
+from typing import Any
 
 from trainstack.loop.checks import check_int
 
@@ -124,7 +125,7 @@ class MultiThreadRunner(DataFlow):
             self._finalizer = None
         self._threads = []
 
-    def __enter__(self) -> "MultiThreadRunner":
+    def __enter__(self) -> MultiThreadRunner:
         return self
 
     def __exit__(self, *exc: Any) -> None:

@@ -1,20 +1,22 @@
 """trainstack.distributed: training over several processes and machines."""
 # multi-worker (TensorFlow's engines): cluster, multiworker, ps_trainer, launch
 from .cluster import ClusterSpec, ClusterSpecError, free_ports, local_cluster
-# cluster schedulers: where the cluster comes from (TF_CONFIG, Slurm, local), the evaluator task
-from .environment import cluster_from_environment
-from .evaluator import run_evaluator
-from .slurm import cluster_from_slurm
-from .multiworker import BroadcastFromChief, DistributedTrainerReplicated, make_strategy
-from .ps_trainer import (DistributedReplicatedTrainer, DistributedTrainerParameterServer, run_server,
-                         serve_unless_chief)
-# Horovod: horovod (imports Horovod only when a HorovodTrainer is made), sharding
-from .horovod import BroadcastVariables, HorovodShutdownError, HorovodTrainer, import_horovod
-from .sharding import ShardedDataFlow, shard_dataflow
+
 # elastic Horovod: elastic (the trainer and its committed state), elastic_input, elastic_callbacks
 from .elastic import DEFAULT_COMMIT_EVERY, ElasticHorovodTrainer
 from .elastic_callbacks import ChiefGate, ScaleLearningRateOnResize
 from .elastic_input import ElasticFeedInput
+
+# cluster schedulers: where the cluster comes from (TF_CONFIG, Slurm, local), the evaluator task
+from .environment import cluster_from_environment
+from .evaluator import run_evaluator
+
+# Horovod: horovod (imports Horovod only when a HorovodTrainer is made), sharding
+from .horovod import BroadcastVariables, HorovodShutdownError, HorovodTrainer, import_horovod
+from .multiworker import BroadcastFromChief, DistributedTrainerReplicated, make_strategy
+from .ps_trainer import DistributedReplicatedTrainer, DistributedTrainerParameterServer, run_server, serve_unless_chief
+from .sharding import ShardedDataFlow, shard_dataflow
+from .slurm import cluster_from_slurm
 
 # Ray (the `ray` extra): trainstack.distributed.ray, loaded on first use of these names; it imports
 # Ray itself only when train_on_ray runs

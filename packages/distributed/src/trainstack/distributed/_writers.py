@@ -10,7 +10,7 @@ DistributedTrainerReplicated: on every non-chief worker), so that only the chief
 from __future__ import annotations
 
 import logging
-from typing import Sequence
+from collections.abc import Sequence
 
 from trainstack.loop import MonitorBase
 

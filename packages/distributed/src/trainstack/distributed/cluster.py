@@ -25,8 +25,9 @@ from __future__ import annotations
 import json
 import os
 import socket
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 from trainstack.loop.checks import check_int
 
@@ -75,12 +76,12 @@ class ClusterSpec:
     # -- construction ----------------------------------------------------------------------------
     @classmethod
     def from_args(cls, cluster: Mapping[str, Sequence[str]], task_type: str,
-                  task_index: int) -> "ClusterSpec":
+                  task_index: int) -> ClusterSpec:
         """The spec from arguments (``cluster={"worker": [...], "ps": [...]}``)."""
         return cls(cluster, task_type, task_index)  # type: ignore[arg-type]
 
     @classmethod
-    def from_tf_config(cls, value: str | None = None) -> "ClusterSpec":
+    def from_tf_config(cls, value: str | None = None) -> ClusterSpec:
         """The spec in ``value`` (a JSON string), or in the ``TF_CONFIG`` environment variable."""
         source = "TF_CONFIG" if value is None else "the TF_CONFIG value given"
         if value is None:
@@ -106,9 +107,9 @@ class ClusterSpec:
         return cls(cluster, task["type"], task["index"], source="TF_CONFIG")
 
     @classmethod
-    def resolve(cls, cluster: "ClusterSpec | Mapping[str, Any] | None" = None,
+    def resolve(cls, cluster: ClusterSpec | Mapping[str, Any] | None = None,
                 task_type: str | None = None, task_index: int | None = None, *,
-                local: bool = True) -> "ClusterSpec":
+                local: bool = True) -> ClusterSpec:
         """The spec a trainer's arguments name: a ClusterSpec, a cluster dict with
         ``task_type``/``task_index``, or None for the environment's (TF_CONFIG, else a Slurm
         job step, else, with ``local``, one local worker: see ``cluster_from_environment``)."""
@@ -185,7 +186,7 @@ class ClusterSpec:
             tf.train.ClusterSpec(training), task_type=self.task_type, task_id=self.task_index,
             rpc_layer=rpc_layer)
 
-    def with_task(self, task_type: str, task_index: int) -> "ClusterSpec":
+    def with_task(self, task_type: str, task_index: int) -> ClusterSpec:
         """The same cluster, seen from another task."""
         return ClusterSpec(self.cluster, task_type, task_index, source=self.source)
 

@@ -43,7 +43,8 @@ import functools
 import logging
 import os
 import time
-from typing import Any, Iterator, Sequence
+from collections.abc import Iterator, Sequence
+from typing import Any
 
 import numpy as np
 import tensorflow as tf
@@ -301,7 +302,7 @@ def _make_state_class() -> type:
     return _ElasticTrainingState
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _state_class() -> type:
     """The state class, built on Horovod's ObjectState once Horovod is imported."""
     return _make_state_class()

@@ -18,7 +18,8 @@ rank reads, and skips, the datapoints the others feed, as ShardedDataFlow does.
 """
 from __future__ import annotations
 
-from typing import Any, Callable, Iterator
+from collections.abc import Callable, Iterator
+from typing import Any
 
 from trainstack.inputs import FeedInput
 from trainstack.inputs.base import feed_name

@@ -21,7 +21,7 @@ variables.
 from __future__ import annotations
 
 import os
-from typing import Mapping
+from collections.abc import Mapping
 
 from .cluster import TF_CONFIG, ClusterSpec, ClusterSpecError, free_ports
 from .slurm import STEP_VARIABLES, cluster_from_slurm, in_slurm_step

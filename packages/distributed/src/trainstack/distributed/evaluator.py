@@ -22,7 +22,8 @@ from __future__ import annotations
 
 import logging
 import os
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from .cluster import ClusterSpec, ClusterSpecError
 

@@ -11,7 +11,8 @@ signal's status, the others with SIGTERM's (they were stopped from elsewhere).
 from __future__ import annotations
 
 import logging
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import tensorflow as tf
 

@@ -29,9 +29,10 @@ import subprocess
 import sys
 import threading
 import time
-from typing import IO, Sequence
+from collections.abc import Sequence
+from typing import IO
 
-from .cluster import ClusterSpec, TF_CONFIG, local_cluster
+from .cluster import TF_CONFIG, ClusterSpec, local_cluster
 
 __all__ = ["launch", "main"]
 

@@ -43,7 +43,8 @@ with ``MultiWorkerMirroredStrategy``.
 from __future__ import annotations
 
 import logging
-from typing import Any, Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
 
 import tensorflow as tf
 
@@ -85,7 +86,7 @@ def serve_unless_chief(cluster: ClusterSpec | Mapping[str, Any] | None = None,
 
 
 def DistributedReplicatedTrainer(config: Any, server: Any  # noqa: N802 - the seeds' name
-                                 ) -> "DistributedTrainerParameterServer":
+                                 ) -> DistributedTrainerParameterServer:
     """The seeds' form: ``DistributedReplicatedTrainer(config, server).train()``.
 
     ``server``: on a ps or worker task, its ``tf.distribute.Server`` (``tf.train.Server`` in

@@ -31,9 +31,10 @@ import os
 import re
 import shutil
 import tempfile
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from types import ModuleType
-from typing import TYPE_CHECKING, Any, Callable, Mapping
+from typing import TYPE_CHECKING, Any
 
 from trainstack.callbacks import ModelSaver
 from trainstack.loop import Callback
@@ -81,7 +82,7 @@ class RayWorker:
     rank: int
     world_size: int
     local_rank: int
-    trainer: "DistributedTrainerReplicated"
+    trainer: DistributedTrainerReplicated
     resumed_from: str | None
 
     @property
@@ -187,7 +188,7 @@ def _holds_non_finite(objects: Mapping[str, Any]) -> bool:
     return False
 
 
-def train_on_ray(make_config: Callable[[RayWorker], "TrainConfig"], num_workers: int = 2, *,
+def train_on_ray(make_config: Callable[[RayWorker], TrainConfig], num_workers: int = 2, *,
                  use_gpu: bool = False, resources_per_worker: Mapping[str, float] | None = None,
                  max_failures: int = 0, checkpoint_every_k_steps: int | None = None,
                  num_to_keep: int | None = 2, storage_path: str | os.PathLike | None = None,
@@ -334,7 +335,7 @@ def _restore(checkpoint: Any, directory: str) -> str | None:
     return path
 
 
-def _resume(config: "TrainConfig", path: str) -> None:
+def _resume(config: TrainConfig, path: str) -> None:
     """Make ``config`` continue from checkpoint ``path``: its weights and loop position replace
     the config's ``session_init`` and ``starting_epoch`` (as ``AutoResumeTrainConfig`` does)."""
     from trainstack.towers import ChainInit, CheckpointInit, LoopStateInit  # noqa: PLC0415

@@ -10,7 +10,8 @@ processes must run the same number of steps per epoch.
 from __future__ import annotations
 
 import itertools
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
 from trainstack.inputs import dataflow_size, reset_dataflow
 from trainstack.loop.checks import check_int

@@ -21,9 +21,9 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 from itertools import product
-from typing import Mapping
 
 from .cluster import TASK_TYPES, ClusterSpec, ClusterSpecError
 
@@ -123,7 +123,7 @@ class SlurmStep:
     job_id: int | None = None
 
     @classmethod
-    def from_environ(cls, environ: Mapping[str, str] | None = None) -> "SlurmStep":
+    def from_environ(cls, environ: Mapping[str, str] | None = None) -> SlurmStep:
         """The step of ``environ`` (default ``os.environ``); a ClusterSpecError names each variable
         that is missing or malformed, or inconsistent with the others."""
         environ = os.environ if environ is None else environ

@@ -1,22 +1,22 @@
 """trainstack.inputs: InputSources, everything that brings data into the step function."""
 from .base import FeedfreeInput, InputSource
-from .dataflow import dataflow_size, numbered_passes, repeat_passes, reset_dataflow
-from .errors import EmptyDataFlowError, FrameError, InputError, InputSignatureError, InputWorkerError
-from .feed import FeedInput
-from .queue import QueueInput
-from .reader import InputReader
-from .signature import check_datapoint, check_datapoint_at, check_tensors, normalize_signature
 
 # feedfree sources: batch queue, tf.data, staging, tensors
 from .batchqueue import BatchQueueInput
+from .dataflow import dataflow_size, numbered_passes, repeat_passes, reset_dataflow
 from .dataset import TFDatasetInput, dataflow_to_dataset
-from .staging import StagingInput
-from .tensor import DummyConstantInput, TensorInput
+from .errors import EmptyDataFlowError, FrameError, InputError, InputSignatureError, InputWorkerError
+from .feed import FeedInput
 
 # multi-process and remote inputs, msgpack frames
 from .multiprocess import MultiProcessDataFlow, MultiProcessInput
+from .queue import QueueInput
+from .reader import InputReader
 from .remote import RemoteDataFlow, RemoteInput
 from .remote_server import DataFlowServer, serve_dataflow
+from .signature import check_datapoint, check_datapoint_at, check_tensors, normalize_signature
+from .staging import StagingInput
+from .tensor import DummyConstantInput, TensorInput
 
 __all__ = [
     "InputSource", "FeedfreeInput", "FeedInput", "QueueInput", "InputReader",

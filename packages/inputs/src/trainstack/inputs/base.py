@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
-from typing import Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 
 import tensorflow as tf
 

@@ -7,7 +7,8 @@ length is not a multiple of ``batch_size``, a batch may span two passes.
 """
 from __future__ import annotations
 
-from typing import Any, Iterator, Sequence
+from collections.abc import Iterator, Sequence
+from typing import Any
 
 import tensorflow as tf
 

@@ -8,10 +8,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from trainstack.dataflow import (MultiProcessDataFlow, MultiProcessMapData, MultiProcessRunner,
-                                 MultiThreadMapData)
-from trainstack.dataflow.protocol import (dataflow_len_or_none, dataflow_size, numbered_passes, repeat_passes,
-                                         reset_dataflow)
+from trainstack.dataflow import MultiProcessDataFlow, MultiProcessMapData, MultiProcessRunner, MultiThreadMapData
+from trainstack.dataflow.protocol import (
+    dataflow_len_or_none,
+    dataflow_size,
+    numbered_passes,
+    repeat_passes,
+    reset_dataflow,
+)
 
 __all__ = ["dataflow_size", "dataflow_len_or_none", "reset_dataflow", "repeat_passes", "numbered_passes",
            "close_workers"]

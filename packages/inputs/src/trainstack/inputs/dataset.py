@@ -8,7 +8,8 @@ dataset is repeated, pass after pass, so with the default
 from __future__ import annotations
 
 import threading
-from typing import Any, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 import tensorflow as tf
 

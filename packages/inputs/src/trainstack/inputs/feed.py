@@ -1,7 +1,8 @@
 """FeedInput: NumPy batches from a dataflow, passed into the step at each hooked run."""
 from __future__ import annotations
 
-from typing import Any, Iterator, Mapping
+from collections.abc import Iterator, Mapping
+from typing import Any
 
 import tensorflow as tf
 

@@ -7,7 +7,8 @@ TensorFlow, so neither do its workers); it is re-exported here.
 """
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from trainstack.dataflow.parallel import MultiProcessDataFlow
 

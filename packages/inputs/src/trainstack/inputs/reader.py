@@ -7,7 +7,8 @@ step and returns them. Use it to check an input pipeline without a model
 """
 from __future__ import annotations
 
-from typing import Any, Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
 
 import tensorflow as tf
 

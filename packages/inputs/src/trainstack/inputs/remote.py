@@ -15,7 +15,6 @@ another thread: one stop per connection, checked by every path.
 """
 from __future__ import annotations
 
-
 import errno
 import logging
 import os
@@ -23,8 +22,9 @@ import selectors
 import socket
 import threading
 import time
+from collections.abc import Iterator
 from multiprocessing.connection import Connection
-from typing import Any, Iterator
+from typing import Any
 
 from trainstack.dataflow.codec import decode_frame
 from trainstack.dataflow.protocol import numbered_passes
@@ -32,9 +32,20 @@ from trainstack.loop.checks import check_int, check_number
 
 from .errors import FrameError, InputError, InputWorkerError
 from .queue import QueueInput
-from .remote_handshake import (CLOSED, DEFAULT_HANDSHAKE_TIMEOUT, DEFAULT_MAX_FRAME_BYTES, MALFORMED, POLL_S,
-                               TIMEOUT, WRONG_KEY, Handshake, HandshakeFailed, check_authkey, parse_address,
-                               peer_name)
+from .remote_handshake import (
+    CLOSED,
+    DEFAULT_HANDSHAKE_TIMEOUT,
+    DEFAULT_MAX_FRAME_BYTES,
+    MALFORMED,
+    POLL_S,
+    TIMEOUT,
+    WRONG_KEY,
+    Handshake,
+    HandshakeFailed,
+    check_authkey,
+    parse_address,
+    peer_name,
+)
 
 __all__ = ["RemoteDataFlow", "RemoteInput"]
 

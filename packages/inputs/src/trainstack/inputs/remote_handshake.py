@@ -9,7 +9,6 @@ happened, and a peer sending random bytes is never reported as a key mismatch.
 """
 from __future__ import annotations
 
-
 import hashlib
 import logging
 import os

@@ -24,7 +24,6 @@ on a client at once.
 """
 from __future__ import annotations
 
-
 import itertools
 import logging
 import queue
@@ -40,9 +39,21 @@ from trainstack.dataflow.protocol import dataflow_len_or_none, reset_dataflow
 from trainstack.loop.checks import check_int, check_number
 
 from .errors import EmptyDataFlowError, FrameError
-from .remote_handshake import (CLOSED, DEFAULT_HANDSHAKE_TIMEOUT, DEFAULT_MAX_FRAME_BYTES, EVICTED, MALFORMED,
-                               POLL_S, TIMEOUT, WRONG_KEY, Handshake, HandshakeFailed, check_authkey,
-                               parse_address, peer_name)
+from .remote_handshake import (
+    CLOSED,
+    DEFAULT_HANDSHAKE_TIMEOUT,
+    DEFAULT_MAX_FRAME_BYTES,
+    EVICTED,
+    MALFORMED,
+    POLL_S,
+    TIMEOUT,
+    WRONG_KEY,
+    Handshake,
+    HandshakeFailed,
+    check_authkey,
+    parse_address,
+    peer_name,
+)
 
 __all__ = ["serve_dataflow", "DataFlowServer", "DEFAULT_MAX_HANDSHAKES", "DEFAULT_SEND_TIMEOUT"]
 

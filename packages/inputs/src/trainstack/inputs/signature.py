@@ -1,7 +1,8 @@
 """Input signatures (lists of named ``tf.TensorSpec``) and checking datapoints against them."""
 from __future__ import annotations
 
-from typing import Any, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 import numpy as np
 import tensorflow as tf

@@ -24,7 +24,7 @@ works, but only adds a copy.
 from __future__ import annotations
 
 import contextlib
-from typing import Iterator, Mapping
+from collections.abc import Iterator, Mapping
 
 import tensorflow as tf
 

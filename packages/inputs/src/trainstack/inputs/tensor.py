@@ -1,7 +1,7 @@
 """TensorInput and DummyConstantInput: input tensors built by a function inside the traced step."""
 from __future__ import annotations
 
-from typing import Callable, Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 import tensorflow as tf

@@ -2,6 +2,7 @@
 
 Pure Python: nothing here imports a third-party package.
 """
+from ._console import install_console_handler as _install_console_handler
 from .argtools import memoized, memoized_method
 from .callback import HOOKS, Callback
 from .checks import ArgumentError, check_int, check_number, is_int
@@ -12,7 +13,6 @@ from .run import FetchableStep, RunArgs, RunContext, RunValues, call_step
 from .state import TrainLoop
 from .stop import NonFiniteError, StopTraining
 from .trainer import DEFAULT_MAX_EPOCH, Trainer
-from ._console import install_console_handler as _install_console_handler
 
 # tensorpack printed its INFO lines without any logging setup: so does trainstack (see _console.py)
 _install_console_handler()
@@ -22,6 +22,8 @@ __all__ = [
     "Monitors", "NonFiniteError", "RunArgs", "RunContext", "RunValues", "StopTraining", "TrainLoop",
     "Trainer",
     "TrainingInterrupted", "call_step",
+    # what trainstack.distributed's signal handling builds on
+    "second_signal_hint", "stop_after_this_step",
     # argument checks shared by every layer (trainstack.loop.checks)
     "ArgumentError", "check_int", "check_number", "is_int",
     # tensorpack.utils.argtools

@@ -8,7 +8,8 @@
 from __future__ import annotations
 
 import functools
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 __all__ = ["memoized", "memoized_method"]
 

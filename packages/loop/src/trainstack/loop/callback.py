@@ -55,10 +55,10 @@ class Callback:
 
     _chief_only = True
     needs_every_step: bool = False
-    trainer: "Trainer"
+    trainer: Trainer
 
     # -- public hooks: bookkeeping, then the overridable _hook ----------------
-    def setup_graph(self, trainer: "Trainer") -> None:
+    def setup_graph(self, trainer: Trainer) -> None:
         self.trainer = trainer
         self._setup_graph()
 
@@ -152,7 +152,7 @@ class Callback:
     def chief_only(self, value: bool) -> None:
         self._chief_only = bool(value)
 
-    def set_chief_only(self, value: bool = True) -> "Callback":
+    def set_chief_only(self, value: bool = True) -> Callback:
         """Set ``chief_only`` and return the callback itself (for chaining)."""
         self.chief_only = value
         return self

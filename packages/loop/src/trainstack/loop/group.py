@@ -16,8 +16,9 @@ from __future__ import annotations
 
 import logging
 from collections import defaultdict
+from collections.abc import Mapping, Sequence
 from time import perf_counter
-from typing import TYPE_CHECKING, Any, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 from .callback import HOOKS, Callback
 from .run import RunArgs, RunContext, RunValues
@@ -66,7 +67,7 @@ class Callbacks:
             timings[cb] += perf_counter() - start
 
     # -- hooks -------------------------------------------------------------
-    def setup_graph(self, trainer: "Trainer") -> None:
+    def setup_graph(self, trainer: Trainer) -> None:
         # every callback knows its trainer before any setup_graph runs, so that
         # data put into the monitors by an earlier callback's setup finds them ready
         for cb in self.cbs:

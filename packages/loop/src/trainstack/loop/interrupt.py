@@ -20,7 +20,8 @@ import contextlib
 import logging
 import signal
 import threading
-from typing import TYPE_CHECKING, Any, Callable, Iterator
+from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # pragma: no cover
     from .state import TrainLoop
@@ -51,7 +52,7 @@ class TrainingInterrupted(SystemExit):
 
 
 @contextlib.contextmanager
-def interruptible(loop: "TrainLoop", on_interrupt: Callable[[str], None] | None = None) -> Iterator[None]:
+def interruptible(loop: TrainLoop, on_interrupt: Callable[[str], None] | None = None) -> Iterator[None]:
     """Serve SIGTERM/SIGINT as described in the module docstring while the block runs (a no-op
     outside the main thread, where Python cannot install signal handlers). The first signal
     calls ``on_interrupt(signal name)`` (default: :func:`stop_after_this_step`)."""
@@ -79,7 +80,7 @@ def interruptible(loop: "TrainLoop", on_interrupt: Callable[[str], None] | None 
             signal.signal(sig, handler)
 
 
-def stop_after_this_step(loop: "TrainLoop", name: str, why: str = "received") -> None:
+def stop_after_this_step(loop: TrainLoop, name: str, why: str = "received") -> None:
     """Mark ``loop`` as interrupted by signal ``name``: it stops after the step in progress.
 
     The line logged here names no step: a signal can land before the step in progress

@@ -13,7 +13,8 @@ from __future__ import annotations
 
 import re
 from collections import defaultdict
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from .callback import Callback
 

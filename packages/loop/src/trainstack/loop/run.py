@@ -13,9 +13,10 @@ keyword arguments and return a mapping of named values; framework layers
 """
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any, Callable, Mapping, Protocol, Sequence, Union, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, Union, runtime_checkable
 
 if TYPE_CHECKING:  # pragma: no cover
     from .trainer import Trainer
@@ -26,7 +27,7 @@ _NO_FEEDS: Mapping[str, Any] = MappingProxyType({})
 _NO_VALUES: Mapping[str, Any] = MappingProxyType({})
 
 #: A fetch request: one name, a sequence of names, or a mapping key -> name.
-Fetches = Union[None, str, Sequence[str], Mapping[Any, str]]
+Fetches = Union[None, str, Sequence[str], Mapping[Any, str]]  # noqa: UP007 (a runtime alias: `|` needs 3.10 types)
 
 
 @dataclass(frozen=True)
@@ -76,7 +77,7 @@ class RunValues:
 class RunContext:
     """Passed to ``before_run`` / ``after_run``: the step being run and a way to stop."""
 
-    def __init__(self, trainer: "Trainer", step_fn: Callable, args: tuple) -> None:
+    def __init__(self, trainer: Trainer, step_fn: Callable, args: tuple) -> None:
         self.trainer = trainer
         self.step_fn = step_fn
         self.args = args

@@ -5,7 +5,8 @@ from here (through ``trainer.epoch_num`` etc.) instead of keeping copies.
 """
 from __future__ import annotations
 
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
 from .checks import check_int
 from .stop import NonFiniteError

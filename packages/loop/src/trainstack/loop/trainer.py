@@ -16,14 +16,15 @@ from __future__ import annotations
 import contextlib
 import logging
 import time
-from typing import Any, Callable, Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 from ._console import install_console_handler
 from .callback import Callback
 from .group import Callbacks
+from .interrupt import TrainingInterrupted, interruptible, stop_after_this_step
 from .monitors import MonitorBase, Monitors
 from .run import RunContext, call_step
-from .interrupt import TrainingInterrupted, interruptible, stop_after_this_step
 from .state import TrainLoop
 from .stop import ON_NONFINITE, NonFiniteError, StopTraining
 
@@ -174,12 +175,12 @@ class Trainer:
         return output
 
     @property
-    def hooked_sess(self) -> "_SessionShim":
+    def hooked_sess(self) -> _SessionShim:
         """tensorpack's ``trainer.hooked_sess``: ``hooked_sess.run(fn)`` is :meth:`hooked_run`."""
         return _SessionShim(self, hooked=True)
 
     @property
-    def sess(self) -> "_SessionShim":
+    def sess(self) -> _SessionShim:
         """tensorpack's ``trainer.sess``: ``sess.run(fn)`` is :meth:`run` (no hooks)."""
         return _SessionShim(self, hooked=False)
 

@@ -54,7 +54,7 @@ class SVHNDigit(RNGDataFlow):
         (path,) = ensure_files("SVHNDigit", data_dir, [RemoteFile(filename, SVHN_URL + filename, md5=_MD5[name])])
         data = scipy_io.loadmat(path)
         self.X = data["X"].transpose(3, 0, 1, 2)
-        self.Y = data["y"].reshape((-1))
+        self.Y = data["y"].reshape(-1)
         self.Y[self.Y == 10] = 0
         if len(self.X) != len(self.Y):
             raise ValueError(f"{path}: {len(self.X)} images but {len(self.Y)} labels")

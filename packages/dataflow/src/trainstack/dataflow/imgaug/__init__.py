@@ -12,18 +12,41 @@ Importing this package needs no OpenCV; the augmentors import it on first use (i
 and friends, which copy the images and reseed the augmentors in ``reset_state``.
 """
 from .base import Augmentor, AugmentorList, ImageAugmentor, ImagePlaceholder, PhotometricAugmentor
-from .transform import (BaseTransform, CropTransform, FlipTransform, LazyTransform, NoOpTransform,
-                        PhotometricTransform, ResizeTransform, Transform, TransformAugmentorBase,
-                        TransformFactory, TransformList, TransposeTransform, WarpAffineTransform)
-from .meta import Identity, MapImage, RandomApplyAug, RandomChooseAug, RandomOrderAug
-from .misc import Flip, RandomResize, Resize, ResizeShortestEdge, Transpose
+from .convert import ColorSpace, Grayscale, ToFloat32, ToUint8
 from .crop import CenterCrop, GoogleNetRandomCropAndResize, RandomCrop, RandomCropRandomShape, RandomCutout
 from .geometry import Affine, Rotation, RotationAndCropValid, Shift
-from .imgproc import (Brightness, BrightnessScale, Clip, Contrast, Gamma, GaussianBlur, Hue, Lighting,
-                      MeanVarianceNormalize, MinMaxNormalize, Saturation)
+from .imgproc import (
+                        Brightness,
+                        BrightnessScale,
+                        Clip,
+                        Contrast,
+                        Gamma,
+                        GaussianBlur,
+                        Hue,
+                        Lighting,
+                        MeanVarianceNormalize,
+                        MinMaxNormalize,
+                        Saturation,
+)
+from .meta import Identity, MapImage, RandomApplyAug, RandomChooseAug, RandomOrderAug
+from .misc import Flip, RandomResize, Resize, ResizeShortestEdge, Transpose
 from .noise import GaussianNoise, JpegNoise, SaltPepperNoise
-from .convert import ColorSpace, Grayscale, ToFloat32, ToUint8
 from .paste import BackgroundFiller, CenterPaste, ConstantBackgroundFiller, RandomPaste
+from .transform import (
+                        BaseTransform,
+                        CropTransform,
+                        FlipTransform,
+                        LazyTransform,
+                        NoOpTransform,
+                        PhotometricTransform,
+                        ResizeTransform,
+                        Transform,
+                        TransformAugmentorBase,
+                        TransformFactory,
+                        TransformList,
+                        TransposeTransform,
+                        WarpAffineTransform,
+)
 
 __all__ = [
     # base classes and transforms

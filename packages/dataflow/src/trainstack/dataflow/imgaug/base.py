@@ -21,7 +21,8 @@ import inspect
 import os
 import pprint
 from collections import namedtuple
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 

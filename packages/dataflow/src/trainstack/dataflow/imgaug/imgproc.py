@@ -7,7 +7,8 @@ dtype unless it says otherwise, so that the same seed gives the same pixels.
 from __future__ import annotations
 
 import warnings
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 

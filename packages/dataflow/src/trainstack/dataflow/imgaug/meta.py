@@ -2,7 +2,8 @@
 order; and :class:`MapImage` (a function as an augmentor), :class:`Identity`."""
 from __future__ import annotations
 
-from typing import Any, Callable, Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import numpy as np
 

@@ -2,7 +2,8 @@
 (tensorpack 0.11's ``noise``), drawing from ``self.rng`` as tensorpack does."""
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 

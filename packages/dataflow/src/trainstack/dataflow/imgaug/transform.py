@@ -3,7 +3,8 @@ to images and ``apply_coords`` to Nx2 arrays of (x, y) coordinates (tensorpack 0
 They may change their input in place."""
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 

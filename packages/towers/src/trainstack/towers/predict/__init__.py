@@ -3,13 +3,13 @@
 Built from a TowerFunc alone (tensorpack's ``predict/`` and ``callbacks/inference*``);
 the trainers build their online predictors from here.
 """
-from .predictor import OnlinePredictor
+from .data_parallel_inference import DataParallelInferenceRunner
+from .dataset_predictor import DatasetPredictorBase, SimpleDatasetPredictor
+from .export import ModelExporter, export_saved_model
 from .inference import BinaryClassificationStats, ClassificationError, Inferencer, ScalarStats
 from .inference_runner import InferenceRunner
-from .data_parallel_inference import DataParallelInferenceRunner
 from .predict_config import OfflinePredictor, PredictConfig
-from .export import ModelExporter, export_saved_model
-from .dataset_predictor import DatasetPredictorBase, SimpleDatasetPredictor
+from .predictor import OnlinePredictor
 
 __all__ = [
     "OnlinePredictor", "Inferencer", "ScalarStats", "ClassificationError", "BinaryClassificationStats",

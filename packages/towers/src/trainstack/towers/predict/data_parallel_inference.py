@@ -15,7 +15,8 @@ batch where a fed input would give ``K``.
 from __future__ import annotations
 
 import logging
-from typing import Any, Callable, Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import tensorflow as tf
 import tqdm
@@ -24,9 +25,9 @@ from trainstack.callbacks import summary_collection_scope
 from trainstack.inputs import FeedfreeInput
 
 from ..session.devices import check_devices, resolve_devices
+from ..tower.tower import TowerContext, TowerFunc
 from .inference import Inferencer
 from .inference_runner import InferenceRunner
-from ..tower.tower import TowerContext, TowerFunc
 
 __all__ = ["DataParallelInferenceRunner"]
 

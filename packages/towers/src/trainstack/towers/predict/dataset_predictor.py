@@ -17,7 +17,8 @@ provided (see docs/porting.md).
 """
 from __future__ import annotations
 
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
 from trainstack.inputs import reset_dataflow
 

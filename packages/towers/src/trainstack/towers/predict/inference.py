@@ -13,7 +13,8 @@ from __future__ import annotations
 
 import logging
 import re
-from typing import TYPE_CHECKING, Any, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -56,13 +57,13 @@ class Inferencer:
       advance (lets the runner refuse clashing names before training starts).
     """
 
-    trainer: "Trainer | None" = None
+    trainer: Trainer | None = None
 
     #: Datapoints in the batch being handed to :meth:`on_fetches` (None: unknown).
     batch_size: int | None = None
 
     # -- public API: bookkeeping, then the hook --------------------------------------
-    def setup_graph(self, trainer: "Trainer") -> None:
+    def setup_graph(self, trainer: Trainer) -> None:
         """Called once by the runner's ``setup_graph``, before ``get_fetches``."""
         self.trainer = trainer
         self._setup_graph()

@@ -22,7 +22,8 @@ from __future__ import annotations
 
 import logging
 import weakref
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 import tensorflow as tf
@@ -33,9 +34,9 @@ from trainstack.inputs import InputError, InputSource, QueueInput, TFDatasetInpu
 from trainstack.loop import Callback, Callbacks, RunContext, Trainer
 from trainstack.loop.checks import check_int
 
+from ..tower.tower import TowerContext, TowerFunc
 from .inference import Inferencer
 from .predictor import predict_device
-from ..tower.tower import TowerContext, TowerFunc
 
 __all__ = ["InferenceRunner"]
 
@@ -43,7 +44,7 @@ logger = logging.getLogger("trainstack.towers")
 
 # trainer -> {claimed key: (owner, its description)}: the inference towers' names (owned by their
 # runners) and the statistics' names (owned by their inferencers) are unique per trainer
-_CLAIMS: "weakref.WeakKeyDictionary[Trainer, dict[str, tuple[Any, str]]]" = weakref.WeakKeyDictionary()
+_CLAIMS: weakref.WeakKeyDictionary[Trainer, dict[str, tuple[Any, str]]] = weakref.WeakKeyDictionary()
 
 
 def _device_string(device: int | str | None, who: str) -> str | None:

@@ -20,18 +20,18 @@ model under the key ``model`` (the tower function's
 """
 from __future__ import annotations
 
-from typing import Any, Callable, Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import tensorflow as tf
 
 from trainstack.callbacks.checkpoint_layout import checkpoint_value_names
 
-from ..tower.model_desc import ModelDescBase
-from .predictor import OnlinePredictor
 from ..session.runtime import reject_session_args
-from ..session.sessinit import (ChainInit, CheckpointInit, DictRestore, SessionInit, SmartInit, _display_name,
-                                _variables)
+from ..session.sessinit import ChainInit, CheckpointInit, DictRestore, SessionInit, SmartInit, _display_name, _variables
+from ..tower.model_desc import ModelDescBase
 from ..tower.tower import TowerFunc
+from .predictor import OnlinePredictor
 
 __all__ = ["PredictConfig", "OfflinePredictor"]
 

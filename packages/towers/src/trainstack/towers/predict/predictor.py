@@ -27,7 +27,8 @@ left out of ``input_names``, the tower computes its default as usual.
 from __future__ import annotations
 
 import contextlib
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 import tensorflow as tf

@@ -14,19 +14,20 @@ from __future__ import annotations
 import logging
 import numbers
 import os
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import tensorflow as tf
 
 from trainstack.callbacks import JSONWriter, get_logger_dir, load_loop_state
 from trainstack.inputs import InputError, InputSource, dataflow_size
 from trainstack.loop import Callback, MonitorBase
-from trainstack.loop.stop import ON_NONFINITE
 from trainstack.loop.checks import check_int, is_int
+from trainstack.loop.stop import ON_NONFINITE
 
-from ..tower.model_desc import ModelDescBase
 from ..session.runtime import RuntimeConfig, reject_session_args
 from ..session.sessinit import ChainInit, CheckpointInit, SessionInit, SmartInit
+from ..tower.model_desc import ModelDescBase
 
 __all__ = ["TrainConfig", "AutoResumeTrainConfig", "LoopStateInit"]
 

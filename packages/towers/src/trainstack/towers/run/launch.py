@@ -16,11 +16,11 @@ from typing import Any
 
 from trainstack.inputs import FeedInput, InputSource, QueueInput
 
-from .config import TrainConfig
-from ..tower.model_desc import ModelDesc
 from ..tower.eager import eager_execution
+from ..tower.model_desc import ModelDesc
 from ..trainers.simple import QueueInputTrainer, SimpleTrainer
 from ..trainers.trainer import SingleCostTrainer
+from .config import TrainConfig
 
 __all__ = ["launch_train_with_config", "apply_default_prefetch"]
 

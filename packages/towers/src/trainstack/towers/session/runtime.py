@@ -24,7 +24,8 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-from typing import Any, Callable, Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import tensorflow as tf
 
@@ -129,7 +130,7 @@ class RuntimeConfig:
 
     # -- from TF1 ------------------------------------------------------------------------------------
     @classmethod
-    def from_config_proto(cls, config: Any) -> "RuntimeConfig":
+    def from_config_proto(cls, config: Any) -> RuntimeConfig:
         """The RuntimeConfig closest to a TF1 ``tf.compat.v1.ConfigProto`` (see the module docstring).
 
         Fields with no equivalent (e.g. ``per_process_gpu_memory_fraction``) are dropped.

@@ -35,15 +35,23 @@ import collections
 import dataclasses
 import logging
 import os
-from typing import Any, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
 
 import keras
 import numpy as np
 import tensorflow as tf
 
 from trainstack.callbacks import checkpoint_objects_of
-from trainstack.callbacks.checkpoint_layout import (SAVER_KEYS, CheckpointMatch, NameBasedCheckpointError,
-                                                    is_variable, match_checkpoint, value_name, walk)
+from trainstack.callbacks.checkpoint_layout import (
+    SAVER_KEYS,
+    CheckpointMatch,
+    NameBasedCheckpointError,
+    is_variable,
+    match_checkpoint,
+    value_name,
+    walk,
+)
 
 __all__ = ["InitReport", "SessionInit", "JustCurrentSession", "CheckpointInit", "SaverRestore",
            "SaverRestoreRelaxed", "DictRestore", "ChainInit", "SmartInit", "get_model_loader", "ResumeError"]

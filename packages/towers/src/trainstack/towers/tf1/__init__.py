@@ -21,20 +21,45 @@ modules and the tests that prove them):
 
 Code outside the room reaches it only through this module's names.
 """
-from .switch import TF1CallError
-from .recording import GraphBuildError, GraphOp, minimize
-from .summaries import add_param_summary
-from .regularize import l1_regularizer, l2_regularizer, regularize_cost
-from .step_counter import get_global_step_var
 from .aliases import DataParallelBuilder, KerasPhaseCallback, get_num_gpu, tfv1
-from .variable_scopes import auto_reuse_variable_scope, under_variable_scope
+from .layers import (
+                     AvgPooling,
+                     BatchNorm,
+                     BatchRenorm,
+                     BNReLU,
+                     ConcatWith,
+                     Conv2D,
+                     Conv2DTranspose,
+                     Deconv2D,
+                     Dropout,
+                     FixedUnPooling,
+                     FullyConnected,
+                     GlobalAvgPooling,
+                     InstanceNorm,
+                     LayerNorm,
+                     LinearWrap,
+                     Maxout,
+                     MaxPooling,
+                     PReLU,
+                     VariableHolder,
+                     argscope,
+                     custom_getter_scope,
+                     disable_layer_logging,
+                     enable_argscope_for_function,
+                     enable_argscope_for_module,
+                     freeze_variables,
+                     get_arg_scope,
+                     layer_register,
+                     remap_variables,
+)
 from .legacy import FeedfreeTrainerBase, SimpleFeedfreeTrainer, SingleCostFeedfreeTrainer, legacy_get_predictor
+from .recording import GraphBuildError, GraphOp, minimize
+from .regularize import l1_regularizer, l2_regularizer, regularize_cost
 from .room import emulation, register
-from .layers import (AvgPooling, BatchNorm, BatchRenorm, BNReLU, ConcatWith, Conv2D, Conv2DTranspose, Deconv2D, Dropout,
-                     FixedUnPooling, FullyConnected, GlobalAvgPooling, InstanceNorm, LayerNorm, LinearWrap, Maxout,
-                     MaxPooling, PReLU, VariableHolder, argscope, custom_getter_scope, disable_layer_logging,
-                     enable_argscope_for_function, enable_argscope_for_module, freeze_variables, get_arg_scope,
-                     layer_register, remap_variables)
+from .step_counter import get_global_step_var
+from .summaries import add_param_summary
+from .switch import TF1CallError
+from .variable_scopes import auto_reuse_variable_scope, under_variable_scope
 
 __all__ = [
     "emulation", "register", "TF1CallError", "minimize", "GraphOp", "GraphBuildError",

@@ -32,7 +32,8 @@ a callback), are TensorFlow's own.
 from __future__ import annotations
 
 import re
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import tensorflow as tf
 

@@ -77,7 +77,8 @@ from __future__ import annotations
 import contextlib
 import logging
 import threading
-from typing import Any, Iterator, Sequence
+from collections.abc import Iterator, Sequence
+from typing import Any
 
 import tensorflow as tf
 from tensorflow.python.eager import context as _eager_context

@@ -12,7 +12,8 @@ from __future__ import annotations
 import logging
 import re
 import weakref
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import tensorflow as tf
 
@@ -26,7 +27,7 @@ logger = logging.getLogger("trainstack.towers")
 
 
 # -- regularization -------------------------------------------------------------------------------
-_logged: "weakref.WeakKeyDictionary[TowerFunc, set]" = weakref.WeakKeyDictionary()
+_logged: weakref.WeakKeyDictionary[TowerFunc, set] = weakref.WeakKeyDictionary()
 
 
 @tf.autograph.experimental.do_not_convert

@@ -10,13 +10,14 @@ points (:mod:`trainstack.towers.tower.extension` and the older API's
 from __future__ import annotations
 
 import contextlib
-from typing import Any, ContextManager, Iterator
+from collections.abc import Iterator
+from contextlib import AbstractContextManager as ContextManager
+from typing import Any
 
 from trainstack.loop import Callback
 
 from ..tower import extension
-from . import (aliases, graph_collections, optimizers, recording, step_counter, summaries, train_optimizers,
-               variables)
+from . import aliases, graph_collections, optimizers, recording, step_counter, summaries, train_optimizers, variables
 from .legacy import dispatch as legacy_dispatch
 from .switch import Frame, engaged
 

@@ -37,7 +37,8 @@ they are TensorFlow's own.
 from __future__ import annotations
 
 import re
-from typing import Any, Callable, Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import keras
 import tensorflow as tf
@@ -45,8 +46,7 @@ import tensorflow as tf
 from trainstack.callbacks import SummaryCollection, add_tensor_summary
 
 from .recording import constructing_trainer
-from .summary_ops import (histogram_value, image_value, record, scalar_value, tag_outside_towers,
-                          text_value)
+from .summary_ops import histogram_value, image_value, record, scalar_value, tag_outside_towers, text_value
 from .switch import Frame, Patch, TF1CallError, current
 from .trainable import trainable_of, variable_name
 

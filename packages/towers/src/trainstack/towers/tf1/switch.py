@@ -21,7 +21,8 @@ import contextlib
 import dataclasses
 import functools
 import threading
-from typing import Any, Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any
 
 __all__ = ["TF1CallError", "Frame", "Patch", "engaged", "current"]
 

@@ -55,7 +55,8 @@ from __future__ import annotations
 
 import numbers
 import weakref
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import keras
 import numpy as np

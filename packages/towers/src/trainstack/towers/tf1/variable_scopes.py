@@ -18,7 +18,8 @@ from __future__ import annotations
 
 import functools
 import weakref
-from typing import Any, Callable, TypeVar
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 import tensorflow as tf
 
@@ -39,7 +40,7 @@ def auto_reuse_variable_scope(func: F) -> F:
             fake = self.discriminator(image_gen)   # reuses them
     """
     # the variable-scope names func was called under, per graph (weak: a traced graph may go away)
-    used: "weakref.WeakKeyDictionary[Any, set[str]]" = weakref.WeakKeyDictionary()
+    used: weakref.WeakKeyDictionary[Any, set[str]] = weakref.WeakKeyDictionary()
 
     @functools.wraps(func)
     def wrapper(*args: Any, **kwargs: Any) -> Any:

@@ -27,7 +27,7 @@ from .switch import Frame, Patch, TF1CallError
 __all__ = ["PATCHES", "get_variable"]
 
 #: the TF1 variables of each tower function, by full name
-_stores: "weakref.WeakKeyDictionary[Any, dict[str, tf.Variable]]" = weakref.WeakKeyDictionary()
+_stores: weakref.WeakKeyDictionary[Any, dict[str, tf.Variable]] = weakref.WeakKeyDictionary()
 
 _UNSUPPORTED = {
     "regularizer": "regularize_cost(regex, l2_regularizer(...)) in build_graph",

@@ -3,13 +3,20 @@
 The bottom of trainstack.towers (tensorpack's ``tfutils/tower.py``, ``graph_builder/``
 and ``ModelDesc``): what trainers and predictors build their graphs from.
 """
-from .tower import (TowerContext, TowerFunc, TowerHandle, TowerHandles, VariableReuseError,
-                    get_current_tower_context)
-from .step import RetraceError, TracedStep
-from .model_desc import ModelDesc, ModelDescBase
-from .gradproc import (FilterNoneGrad, GlobalNormClip, GradientProcessor, MapGradient,
-                       ProcessedOptimizer, ScaleGradient, SummaryGradient, apply_grad_processors)
 from .eager import check_eager_execution, eager_execution
+from .gradproc import (
+                    FilterNoneGrad,
+                    GlobalNormClip,
+                    GradientProcessor,
+                    MapGradient,
+                    ProcessedOptimizer,
+                    ScaleGradient,
+                    SummaryGradient,
+                    apply_grad_processors,
+)
+from .model_desc import ModelDesc, ModelDescBase
+from .step import RetraceError, TracedStep
+from .tower import TowerContext, TowerFunc, TowerHandle, TowerHandles, VariableReuseError, get_current_tower_context
 
 __all__ = [
     "TowerContext", "get_current_tower_context", "TowerFunc", "TowerHandle", "TowerHandles",

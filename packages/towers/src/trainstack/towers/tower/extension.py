@@ -27,7 +27,8 @@ plain TensorFlow 2: no emulation, eager towers run eagerly.
 from __future__ import annotations
 
 import contextlib
-from typing import Any, ContextManager, Protocol
+from contextlib import AbstractContextManager as ContextManager
+from typing import Any, Protocol
 
 __all__ = ["TF1World", "register", "registered", "tracing", "constructing", "eager_tower", "implicit_callbacks",
            "in_graph_step_done", "adapt_optimizer"]

@@ -50,7 +50,8 @@ import logging
 import re
 import threading
 import types
-from typing import Any, Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from typing import Any
 
 import tensorflow as tf
 
@@ -112,7 +113,7 @@ class TowerContext:
     def is_main_training_tower(self) -> bool:
         return self.is_training and self.index == 0
 
-    def __enter__(self) -> "TowerContext":
+    def __enter__(self) -> TowerContext:
         current = get_current_tower_context()
         if current is not None:
             raise RuntimeError(f"cannot enter TowerContext({self.name!r}) inside TowerContext("
@@ -586,7 +587,7 @@ def _owner_parts(owner: Any) -> dict[str, Any]:
     return _model_parts(owner)
 
 
-def _log_guessed_owner(tower_func: "TowerFunc", owner: Any, how: str, module: tf.Module) -> None:
+def _log_guessed_owner(tower_func: TowerFunc, owner: Any, how: str, module: tf.Module) -> None:
     """The fallback's one log line: the keys it chose and how to declare them."""
     name = _fn_name(tower_func.fn)
     keys = [f"model/{k}" for k in _owner_parts(owner)]

@@ -4,13 +4,13 @@ tensorpack's ``train/`` and ``graph_builder/`` (the multi-GPU builders). The old
 forms (``SimpleTrainer(config)``, ...) reach :mod:`trainstack.towers.legacy` through
 :mod:`~trainstack.towers.trainers.legacy_hook`, without importing it.
 """
-from .trainer import SingleCostTrainer, TowerTrainer
-from .simple import NoOpTrainer, QueueInputTrainer, SimpleTrainer
-from .multigpu import MultiGPUTrainerBase
-from .placement import LeastLoadedDeviceSetter
-from .parameter_server import SyncMultiGPUTrainer, SyncMultiGPUTrainerParameterServer
-from .replicated import SyncMultiGPUTrainerReplicated
 from .async_ import AsyncMultiGPUTrainer
+from .multigpu import MultiGPUTrainerBase
+from .parameter_server import SyncMultiGPUTrainer, SyncMultiGPUTrainerParameterServer
+from .placement import LeastLoadedDeviceSetter
+from .replicated import SyncMultiGPUTrainerReplicated
+from .simple import NoOpTrainer, QueueInputTrainer, SimpleTrainer
+from .trainer import SingleCostTrainer, TowerTrainer
 
 __all__ = [
     "TowerTrainer", "SingleCostTrainer", "SimpleTrainer", "QueueInputTrainer", "NoOpTrainer",

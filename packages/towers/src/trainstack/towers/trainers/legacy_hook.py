@@ -8,7 +8,8 @@ they do not import: importing it (``import trainstack.towers`` does) registers a
 """
 from __future__ import annotations
 
-from typing import Any, Callable, Mapping, Protocol, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, Protocol
 
 __all__ = ["LegacyAPI", "register", "legacy_api", "is_legacy_config", "reject_legacy_options"]
 

@@ -42,7 +42,8 @@ from __future__ import annotations
 
 import contextlib
 import logging
-from typing import Any, Callable, Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import tensorflow as tf
 

@@ -20,7 +20,8 @@ from __future__ import annotations
 
 import contextlib
 import logging
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import tensorflow as tf
 
@@ -109,7 +110,7 @@ class SyncMultiGPUTrainerParameterServer(MultiGPUTrainerBase):
         return results[0].cost
 
 
-def SyncMultiGPUTrainer(gpus: Any, *args: Any, **kwargs: Any) -> "MultiGPUTrainerBase":  # noqa: N802
+def SyncMultiGPUTrainer(gpus: Any, *args: Any, **kwargs: Any) -> MultiGPUTrainerBase:  # noqa: N802
     """A synchronous data-parallel trainer when the details do not matter.
 
     ``SyncMultiGPUTrainer(gpus)`` is ``SyncMultiGPUTrainerParameterServer(gpus, ps_device='cpu')``

@@ -10,7 +10,8 @@ from __future__ import annotations
 import contextlib
 import logging
 import operator
-from typing import Any, Callable, Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import numpy as np
 import tensorflow as tf
@@ -56,7 +57,7 @@ class LeastLoadedDeviceSetter:
         return self.ps_devices[index]
 
     # -- TF2: a context manager placing variables through a variable creator --------------------
-    def __enter__(self) -> "LeastLoadedDeviceSetter":
+    def __enter__(self) -> LeastLoadedDeviceSetter:
         stack = contextlib.ExitStack()
         stack.enter_context(tf.device(self.worker_device))
         stack.enter_context(tf.variable_creator_scope(self._creator))

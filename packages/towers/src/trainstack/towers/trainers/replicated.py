@@ -43,17 +43,18 @@ from __future__ import annotations
 import contextlib
 import functools
 import logging
-from typing import Any, Callable, Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import tensorflow as tf
 
 from trainstack.loop import Callback
 
 from ..session.devices import all_gpus
-from .multigpu import MultiGPUTrainerBase
 from ..tower.gradproc import check_optimizer
 from ..tower.tower import _frozen_ids
 from .legacy_hook import is_legacy_config, legacy_api, reject_legacy_options
+from .multigpu import MultiGPUTrainerBase
 from .trainer import TowerResult
 
 # create_variables_outside_function: public for the trainers of other layers that build variables

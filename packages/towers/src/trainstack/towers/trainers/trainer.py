@@ -33,24 +33,23 @@ from __future__ import annotations
 import contextlib
 import functools
 import logging
-from typing import Any, Callable, Mapping, NamedTuple, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, NamedTuple
 
 import keras
 import tensorflow as tf
 
-from trainstack.callbacks import (DEFAULT_CALLBACKS, DEFAULT_MONITORS, SummaryCollection,
-                                  summary_collection_scope)
+from trainstack.callbacks import DEFAULT_CALLBACKS, DEFAULT_MONITORS, SummaryCollection, summary_collection_scope
 from trainstack.callbacks.checkpoint_layout import SAVER_KEYS
 from trainstack.inputs import InputSource, normalize_signature
 from trainstack.loop import Callback, MonitorBase, Trainer, check_int
 
-from ..tower.gradproc import (FilterNoneGrad, GradientProcessor, ProcessedOptimizer, check_optimizer,
-                       unwrap_optimizer)
-from ..tower import extension
 from ..predict.predictor import OnlinePredictor, predict_device
+from ..tower import extension
+from ..tower.eager import runs_eagerly
+from ..tower.gradproc import FilterNoneGrad, GradientProcessor, ProcessedOptimizer, check_optimizer, unwrap_optimizer
 from ..tower.rng import rng_checkpoint
 from ..tower.step import TracedStep
-from ..tower.eager import runs_eagerly
 from ..tower.tower import TowerContext, TowerFunc, TowerHandle, _frozen_ids
 from .legacy_hook import legacy_api
 from .nonfinite import NonFiniteCheck, apply_if_finite

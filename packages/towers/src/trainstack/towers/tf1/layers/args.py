@@ -9,7 +9,8 @@ x, 32, 3)``) and then override the same arguments given by an ``argscope``.
 from __future__ import annotations
 
 import functools
-from typing import Any, Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
 
 from trainstack.loop.checks import check_pair
 

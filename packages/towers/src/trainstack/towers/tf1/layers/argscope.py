@@ -15,14 +15,15 @@ import contextlib
 import functools
 import threading
 import types
-from typing import Any, Callable, DefaultDict, Iterator
+from collections.abc import Callable, Iterator
+from typing import Any
 
 from ..switch import current
 from .context import log_shape_once
 
 __all__ = ["argscope", "get_arg_scope", "enable_argscope_for_function", "enable_argscope_for_module"]
 
-ArgScope = DefaultDict[str, dict]
+ArgScope = collections.defaultdict[str, dict]
 
 #: scopes entered outside any tower, innermost last
 _outside: list = []

@@ -53,7 +53,7 @@ def get_variable(layer: str, name: str, shape: Any, initializer: Any, *, dtype: 
 
 
 #: the layer names whose shapes were logged, per tower function
-_logged: "weakref.WeakKeyDictionary[Any, set[str]]" = weakref.WeakKeyDictionary()
+_logged: weakref.WeakKeyDictionary[Any, set[str]] = weakref.WeakKeyDictionary()
 _logging = {"enabled": True}
 
 

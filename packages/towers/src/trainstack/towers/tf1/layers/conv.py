@@ -8,7 +8,8 @@ The output is named ``output`` in the layer's scope.
 """
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import tensorflow as tf
 

@@ -5,7 +5,8 @@ tensorpack's default) and ``b`` (zeros). The output is named ``output`` in the l
 """
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 import tensorflow as tf

@@ -8,7 +8,8 @@ calls each registered layer on the previous output (the name first when the laye
 from __future__ import annotations
 
 import types
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import tensorflow as tf
 
@@ -52,11 +53,11 @@ class LinearWrap:
         raise AttributeError(f"LinearWrap.{layer_name}: neither a registered layer nor 'tf'. Did you forget to "
                              "take the tensor out of the LinearWrap (call it: wrap())?")
 
-    def apply(self, func: Callable, *args: Any, **kwargs: Any) -> "LinearWrap":
+    def apply(self, func: Callable, *args: Any, **kwargs: Any) -> LinearWrap:
         """``LinearWrap(func(tensor, *args, **kwargs))``."""
         return LinearWrap(func(self._t, *args, **kwargs))
 
-    def apply2(self, func: Callable, *args: Any, **kwargs: Any) -> "LinearWrap":
+    def apply2(self, func: Callable, *args: Any, **kwargs: Any) -> LinearWrap:
         """``LinearWrap(func(args[0], tensor, *args[1:], **kwargs))`` (a layer taking a name first)."""
         return LinearWrap(func(args[0], self._t, *args[1:], **kwargs))
 
@@ -67,7 +68,7 @@ class LinearWrap:
         """The wrapped tensor."""
         return self._t
 
-    def print_tensor(self) -> "LinearWrap":
+    def print_tensor(self) -> LinearWrap:
         """Print the wrapped tensor; returns the wrap."""
         print(self._t)  # noqa: T201 - tensorpack's API
         return self

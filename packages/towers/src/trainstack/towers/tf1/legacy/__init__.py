@@ -6,5 +6,4 @@ with the trainers (``dispatch.register``, called by ``tf1.register()``; see
 """
 from .compat import FeedfreeTrainerBase, SimpleFeedfreeTrainer, SingleCostFeedfreeTrainer, legacy_get_predictor
 
-
 __all__ = ["FeedfreeTrainerBase", "SingleCostFeedfreeTrainer", "SimpleFeedfreeTrainer", "legacy_get_predictor"]

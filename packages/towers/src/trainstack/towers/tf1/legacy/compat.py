@@ -35,14 +35,15 @@ import logging
 import os
 import sys
 import warnings
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from trainstack.inputs import FeedfreeInput
 from trainstack.loop.checks import check_int
 
+from ...predict.predictor import OnlinePredictor
 from ...run.config import TrainConfig
 from ...run.launch import launch_train_with_config
-from ...predict.predictor import OnlinePredictor
 from ...trainers.simple import SimpleTrainer
 
 __all__ = ["bind_legacy_config", "train_legacy", "legacy_get_predictor", "FeedfreeTrainerBase",

@@ -23,15 +23,16 @@ ps_devices)`` (trainers/placement.py; a context manager now, as TF2's
 """
 from __future__ import annotations
 
-from typing import Any, Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
 
 import tensorflow as tf
 
-from .compat import warn_deprecated
 from ...run.config import TrainConfig
 from ...session.devices import resolve_devices
 from ...tower.tower import TowerContext
 from ...trainers.legacy_hook import reject_legacy_options
+from .compat import warn_deprecated
 
 __all__ = ["legacy_devices", "legacy_options", "build_on_multi_tower"]
 
