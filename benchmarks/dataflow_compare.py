@@ -16,7 +16,12 @@ Pipelines (their work is in ``_dataflow_pipelines.py``):
   one LMDB file by each library's ``LMDBSerializer.save``, read back sequentially
   (``LMDBSerializer.load(path, shuffle=False)``, repeated), shuffled locally
   (``LocallyShuffleData(df, 1000)``), decoded in 2 worker processes (``MultiProcessMapData``),
-  batched by 64. tf.data has no LMDB reader: the tf.data columns are empty on this row.
+  batched by 64. tf.data has no LMDB reader: the tf.data columns are empty on this row;
+- ``train``: the full path into a training step: ``light``'s datapoints batched by 64 train an
+  MLP 256-128-10 with ``launch_train_with_config(..., SimpleTrainer())`` and the default callbacks
+  and monitors, fed the tensorpack way, ``QueueInput(BatchData(MultiProcessMapData(...), 64))``
+  (trainstack's QueueInput over trainstack's or tensorpack's dataflow), or by ``TFDatasetInput``
+  over the tf.data pipelines; steps/s.
 
 Contenders run in rounds, one block each per round (``--seconds`` of reading after a warm-up
 that includes the workers' start-up); a ratio is the median over rounds of the ratio of two
@@ -28,6 +33,7 @@ from __future__ import annotations
 import argparse
 import atexit
 import gc
+import logging
 import os
 import platform
 import shutil
@@ -45,7 +51,8 @@ import numpy as np  # noqa: E402
 BATCH = 64
 # pipeline -> (what one item is, items per datapoint read)
 UNITS = {"augment-1w": "batches", "augment-2w": "batches", "light": "datapoints", "large": "datapoints",
-         "lmdb": "batches"}
+         "lmdb": "batches", "train": "steps"}
+TRAIN_STEPS = 50  # steps per epoch of the train pipeline (its rate is taken over whole epochs)
 LMDB_DIR = tempfile.mkdtemp(prefix="dataflow_compare_")  # one LMDB file per library, written once
 atexit.register(shutil.rmtree, LMDB_DIR, ignore_errors=True)
 
@@ -73,6 +80,11 @@ def dataflow_pipeline(lib: Any, name: str) -> tuple[Iterable, Callable[[], None]
         df = lib.BatchData(lib.MultiProcessMapData(df, num_proc=2, map_func=work.decode), BATCH)
     elif name == "light":
         df = lib.MultiProcessMapData(work.Indices(), num_proc=2, map_func=work.light)
+    elif name == "train":  # not reset: the QueueInput does that
+        mapped = lib.MultiProcessMapData(work.Indices(), num_proc=2, map_func=work.light)
+        # trainstack's QueueInput stops trainstack's workers after training; tensorpack's stop in
+        # __del__, called here so that none outlives its block
+        return lib.BatchData(mapped, BATCH), getattr(mapped, "close", None) or mapped.__del__
     else:
         df = lib.MultiProcessRunnerZMQ(work.LargeArrays(), num_proc=2)
     df.reset_state()
@@ -109,7 +121,7 @@ def tfdata_pipeline(name: str, native: bool) -> tuple[Iterable, Callable[[], Non
         else:
             ds = indices.map(python_map(work.augment, [tf.float32, tf.int64]), num_parallel_calls=workers)
         ds = ds.batch(BATCH)
-    elif name == "light":
+    elif name in ("light", "train"):
         if native:
             def native_light(i: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor]:
                 x = tf.range(256, dtype=tf.float32) * tf.cast(i, tf.float32)
@@ -119,6 +131,9 @@ def tfdata_pipeline(name: str, native: bool) -> tuple[Iterable, Callable[[], Non
             ds = indices.map(native_light, num_parallel_calls=2)
         else:
             ds = indices.map(python_map(work.light, [tf.float32, tf.int64]), num_parallel_calls=2)
+        if name == "train":
+            ds = ds.map(lambda x, i: (tf.ensure_shape(x, [256]), tf.ensure_shape(i, []))).batch(BATCH)
+            return ds.prefetch(tf.data.AUTOTUNE), lambda: None
     else:
         if native:
             ds = indices.map(lambda i: tf.fill([work.LARGE_FLOATS], tf.cast(i, tf.float32)), num_parallel_calls=2)
@@ -142,6 +157,57 @@ def contenders(name: str) -> dict[str, Callable[[], tuple[Iterable, Callable[[],
 
 
 # -- timing ----------------------------------------------------------------------------------------
+def train_rate(make: Callable[[], tuple[Any, Callable[[], None]]], seconds: float) -> float:
+    """Steps per second of a fresh training run fed by ``make()``'s pipeline (a dataflow goes
+    through a ``QueueInput``, a ``tf.data.Dataset`` through a ``TFDatasetInput``), over the
+    epochs after the first (which traces the step and starts the workers) until ``seconds``
+    have passed."""
+    import keras
+    import tensorflow as tf
+
+    from trainstack.inputs import QueueInput, TFDatasetInput
+    from trainstack.loop import Callback, StopTraining
+    from trainstack.towers import ModelDesc, SimpleTrainer, TrainConfig, launch_train_with_config
+
+    class MLP(ModelDesc):
+        def __init__(self) -> None:
+            self.layers = [keras.layers.Dense(128, activation="relu"), keras.layers.Dense(10)]
+
+        def inputs(self) -> list[tf.TensorSpec]:
+            return [tf.TensorSpec([None, 256], tf.float32, "x"), tf.TensorSpec([None], tf.int64, "label")]
+
+        def build_graph(self, x: tf.Tensor, label: tf.Tensor) -> tf.Tensor:
+            logits = self.layers[1](self.layers[0](x / 2.0))
+            cost = tf.nn.sparse_softmax_cross_entropy_with_logits(labels=label % 10, logits=logits)
+            return tf.reduce_mean(cost, name="cost")
+
+        def optimizer(self) -> Any:
+            return keras.optimizers.SGD(0.01)
+
+    class Clock(Callback):
+        def __init__(self) -> None:
+            self.times: list[float] = []
+
+        def _before_epoch(self) -> None:
+            self._start = time.perf_counter()
+
+        def _after_epoch(self) -> None:
+            self.times.append(time.perf_counter() - self._start)
+            if sum(self.times[1:]) >= seconds:
+                raise StopTraining()
+
+    pipeline, release = make()
+    data = TFDatasetInput(pipeline) if isinstance(pipeline, tf.data.Dataset) else QueueInput(pipeline)
+    clock = Clock()
+    try:
+        launch_train_with_config(TrainConfig(model=MLP(), data=data, callbacks=[clock],
+                                             steps_per_epoch=TRAIN_STEPS, max_epoch=10 ** 6), SimpleTrainer())
+    finally:
+        release()
+        gc.collect()
+    return TRAIN_STEPS * len(clock.times[1:]) / sum(clock.times[1:])
+
+
 def rate(make: Callable[[], tuple[Iterable, Callable[[], None]]], seconds: float, warmup: int) -> float:
     """Items per second read from a fresh pipeline during ``seconds``, after ``warmup`` items
     (which include the workers' start-up)."""
@@ -167,7 +233,7 @@ def measure(name: str, rounds: int, seconds: float) -> dict[str, list[float]]:
     rates: dict[str, list[float]] = {c: [] for c in makers}
     for r in range(rounds):
         for contender, make in makers.items():
-            rates[contender].append(rate(make, seconds, warmup))
+            rates[contender].append(train_rate(make, seconds) if name == "train" else rate(make, seconds, warmup))
         print(f"  {name}: round {r + 1}/{rounds} done", flush=True)
     return rates
 
@@ -179,6 +245,7 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=3.0, help="reading time per block")
     args = parser.parse_args()
     import tensorflow as tf
+    logging.getLogger("trainstack").setLevel(logging.WARNING)
     print(f"machine: {platform.machine()}, {os.cpu_count()} cores, load average "
           f"{' '.join(f'{x:.1f}' for x in os.getloadavg())}; TensorFlow {tf.__version__}")
     results = {name: measure(name, args.rounds, args.seconds) for name in args.pipelines}

@@ -11,37 +11,102 @@ monitors (TensorBoard events, ``stats.jsonl``, console), plus:
 - ``ScheduledHyperParamSetter``: the learning rate drops twice;
 - ``ModelSaver``: a checkpoint after every epoch.
 
-    python examples/digits_convnet.py [--epochs 20] [--logdir train_log/digits_convnet]
+    python examples/digits_convnet.py [--epochs 20] [--logdir train_log/digits_convnet] [--verbose]
 
 An existing log directory is renamed with a timestamp (``backup``), never
 asked about. With the defaults it reaches about 1% validation error in well
-under a minute on two CPU cores.
+under a minute on two CPU cores. TensorFlow's C++ start-up messages are left
+out (see ``quiet_tensorflow_startup``); ``--verbose`` shows them, and
+trainstack's DEBUG lines.
 """
 from __future__ import annotations
 
 import argparse
+import contextlib
 import logging
 import os
+import re
+import sys
+import tempfile
 import time
+from collections.abc import Iterator
 
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # TensorFlow's C++ start-up chatter
+# an absl log line of TensorFlow's C++ code: "I0000 00:00:1795636910.445867   10531 port.cc:153] ..."
+_ABSL_LINE = re.compile(r"([IWEF])\d{4} [\d:.]+ +\d+ \S+:\d+\] (.*)")
+_ABSL_SEVERITY = {"I": 0, "W": 1, "E": 2, "F": 3}  # TF_CPP_MIN_LOG_LEVEL's numbers
 
-import keras  # noqa: E402
-import numpy as np  # noqa: E402
-import tensorflow as tf  # noqa: E402
-from sklearn.datasets import load_digits  # noqa: E402
 
-from trainstack.callbacks import ModelSaver, ScheduledHyperParamSetter, add_moving_summary, set_logger_dir  # noqa: E402
-from trainstack.towers import (  # noqa: E402
-    ClassificationError,
-    InferenceRunner,
-    ModelDesc,
-    ScalarStats,
-    SimpleTrainer,
-    TrainConfig,
-    get_current_tower_context,
-    launch_train_with_config,
-)
+@contextlib.contextmanager
+def quiet_tensorflow_startup(enabled: bool = True) -> Iterator[None]:
+    """Leave TensorFlow's C++ start-up messages out of what the body prints to stderr.
+
+    ``TF_CPP_MIN_LOG_LEVEL`` (set to 2 unless the environment sets it) silences
+    TensorFlow's C++ INFO and WARNING lines, but not all of them: the oneDNN
+    notice and "Could not find cuda drivers" are logged while TensorFlow's
+    shared libraries load, before that setting is read, together with absl's
+    "All log messages before absl::InitializeLog()" banner. So the body (the
+    imports) runs with the process's stderr going to a file, the first device
+    query included (CUDA starts there and, on a machine without a GPU, logs a
+    "failed call to cuInit" error, which says no more than "no GPU"). Then the
+    file is written back without those lines: everything else (Python warnings,
+    TensorFlow's messages at or above the level) still shows, all of it does
+    if the body raises, and nothing is left out at level 0. (A crash that kills
+    the process takes the file with it; ``--verbose`` shows it all as it comes.)
+    """
+    if not enabled:
+        yield
+        return
+    level = os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2").strip()
+    min_level = int(level) if level.isdigit() else 0  # as TensorFlow reads it
+    sys.stderr.flush()
+    saved = os.dup(2)
+    with tempfile.TemporaryFile() as captured:
+        os.dup2(captured.fileno(), 2)
+        failed = True
+        try:
+            yield
+            if "tensorflow" in sys.modules:
+                sys.modules["tensorflow"].config.list_physical_devices("GPU")
+            failed = False
+        finally:
+            sys.stderr.flush()
+            os.dup2(saved, 2)
+            os.close(saved)
+            captured.seek(0)
+            lines = captured.read().decode(errors="replace").splitlines(keepends=True)
+            sys.stderr.write("".join(lines if failed else [x for x in lines if not _startup_chatter(x, min_level)]))
+            sys.stderr.flush()
+
+
+def _startup_chatter(line: str, min_level: int) -> bool:
+    """Whether ``line`` is one of the start-up lines ``quiet_tensorflow_startup`` leaves out."""
+    if min_level <= 0:  # TF_CPP_MIN_LOG_LEVEL=0: the user asked for everything
+        return False
+    if line.startswith("WARNING: All log messages before absl::InitializeLog() is called"):
+        return True
+    match = _ABSL_LINE.match(line)
+    return bool(match) and (_ABSL_SEVERITY[match[1]] < min_level or "failed call to cuInit" in match[2])
+
+
+# TensorFlow's start-up messages are left out when this runs as the main job (not when a script
+# imports it for its model), unless --verbose
+with quiet_tensorflow_startup(enabled=__name__ == "__main__" and "--verbose" not in sys.argv[1:]):
+    import keras
+    import numpy as np
+    import tensorflow as tf
+    from sklearn.datasets import load_digits
+
+    from trainstack.callbacks import ModelSaver, ScheduledHyperParamSetter, add_moving_summary, set_logger_dir
+    from trainstack.towers import (
+        ClassificationError,
+        InferenceRunner,
+        ModelDesc,
+        ScalarStats,
+        SimpleTrainer,
+        TrainConfig,
+        get_current_tower_context,
+        launch_train_with_config,
+    )
 
 logger = logging.getLogger("trainstack.examples")
 
@@ -129,19 +194,27 @@ def lr_schedule(epochs: int, learning_rate: float) -> list[tuple[int, float]]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    # no abbreviations: --verbose is also looked for in sys.argv before TensorFlow is imported
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0], allow_abbrev=False)
     parser.add_argument("--epochs", type=int, default=20)
     parser.add_argument("--batch-size", type=int, default=32)
     parser.add_argument("--learning-rate", type=float, default=1e-3)
     parser.add_argument("--num-val", type=int, default=500, help="images held out for validation")
     parser.add_argument("--logdir", default="train_log/digits_convnet")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--verbose", action="store_true",
+                        help="show TensorFlow's start-up messages and trainstack's DEBUG lines")
     args = parser.parse_args()
     if args.epochs < 1:
         parser.error(f"--epochs must be at least 1, got {args.epochs}")
 
     logging.basicConfig(level=logging.INFO, format="[%(asctime)s %(name)s] %(message)s", datefmt="%H:%M:%S")
-    logging.getLogger("absl").setLevel(logging.WARNING)  # TensorFlow's per-checkpoint chatter
+    if args.verbose:
+        logging.getLogger("trainstack").setLevel(logging.DEBUG)
+    else:
+        logging.getLogger("absl").setLevel(logging.WARNING)  # TensorFlow's per-checkpoint chatter
+    gpus = [d.name.removeprefix("/physical_device:") for d in tf.config.list_physical_devices("GPU")]
+    logger.info("TensorFlow %s, training on %s", tf.__version__, ", ".join(gpus) or "the CPU (no GPU found)")
     start = time.perf_counter()
     keras.utils.set_random_seed(args.seed)
     logdir = set_logger_dir(args.logdir, action="backup")  # an old run there is renamed, not lost

@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from trainstack.callbacks import DEFAULT_CALLBACKS
 from trainstack.callbacks.graph import CheckNumerics, DumpTensors, ProcessTensors, RunOp, RunUpdateOps
 from trainstack.loop import Callback, Trainer
 
@@ -72,6 +73,16 @@ def test_run_update_ops_is_a_documented_no_op(linear_trainer, caplog):
         trainer.train([cb], [], steps_per_epoch=2, max_epoch=2)
     assert sum("RunUpdateOps does nothing" in r.getMessage() for r in caplog.records) == 1
     assert not any(cb in trainer.callbacks.active(h) for h in ("before_run", "trigger_step"))
+
+
+def test_run_update_ops_of_the_defaults_says_it_at_debug_only(linear_trainer, caplog):
+    """Every run has the default RunUpdateOps: its note is DEBUG; one added by hand stays INFO."""
+    default = next(cb for cb in DEFAULT_CALLBACKS() if isinstance(cb, RunUpdateOps))
+    with caplog.at_level(logging.DEBUG, logger="trainstack.callbacks"):
+        linear_trainer().train([default], [], steps_per_epoch=2, max_epoch=1)
+        linear_trainer().train([RunUpdateOps()], [], steps_per_epoch=2, max_epoch=1)
+    notes = [r.levelno for r in caplog.records if "RunUpdateOps does nothing" in r.getMessage()]
+    assert notes == [logging.DEBUG, logging.INFO]
 
 
 def test_process_tensors_receives_every_step(recording_trainer):

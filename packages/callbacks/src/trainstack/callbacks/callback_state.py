@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import logging
 import os
-from typing import Any
+from typing import Any, Protocol, TypeGuard
 
 import tensorflow as tf
 
@@ -40,7 +40,19 @@ MONITOR_STATE_KEY = "monitor_state"
 _CALLBACKS = "callbacks"
 
 
-def _is_stateful(cb: Any) -> bool:
+class StatefulCallback(Protocol):
+    """What :func:`stateful_callbacks` finds: a callback with ``checkpoint_state()`` (a
+    ``tf.Module`` of its state's variables) and ``load_checkpoint_state()``."""
+
+    @property
+    def name(self) -> str: ...
+
+    def checkpoint_state(self) -> Any: ...
+
+    def load_checkpoint_state(self) -> None: ...
+
+
+def _is_stateful(cb: Any) -> TypeGuard[StatefulCallback]:
     return callable(getattr(cb, "checkpoint_state", None)) and callable(
         getattr(cb, "load_checkpoint_state", None))
 
@@ -48,17 +60,17 @@ def _is_stateful(cb: Any) -> bool:
 def _unwrapped(cb: Callback) -> list[Callback]:
     """``cb`` and the callbacks it wraps (``ProxyCallback.cb``), outermost first."""
     chain = [cb]
-    while isinstance(getattr(chain[-1], "cb", None), Callback) and len(chain) < 100:
-        chain.append(chain[-1].cb)
+    while isinstance(inner := getattr(chain[-1], "cb", None), Callback) and len(chain) < 100:
+        chain.append(inner)
     return chain
 
 
-def stateful_callbacks(trainer: Trainer) -> list[tuple[str, int, Callback]]:
+def stateful_callbacks(trainer: Trainer) -> list[tuple[str, int, StatefulCallback]]:
     """``(key, position, callback)`` of the trainer's stateful callbacks, in the callbacks'
     order. ``key`` is the callback's name (``#2``, ``#3``... appended when names repeat);
     ``position`` is the index, in ``trainer.callbacks.cbs``, of the callback or of the
     wrapper holding it."""
-    found: list[tuple[str, int, Callback]] = []
+    found: list[tuple[str, int, StatefulCallback]] = []
     seen: dict[str, int] = {}
     for position, top in enumerate(trainer.callbacks.cbs):
         for cb in _unwrapped(top):

@@ -19,8 +19,14 @@ __all__ = ["DEFAULT_CALLBACKS", "DEFAULT_MONITORS"]
 
 
 def DEFAULT_CALLBACKS() -> list[Callback]:  # noqa: N802 - tensorpack's name
-    """``[MovingAverageSummary(), ProgressBar(), MergeAllSummaries(), RunUpdateOps()]``."""
-    return [MovingAverageSummary(), ProgressBar(), MergeAllSummaries(), RunUpdateOps()]
+    """``[MovingAverageSummary(), ProgressBar(), MergeAllSummaries(), RunUpdateOps()]``.
+
+    The ``RunUpdateOps`` here tells that it does nothing in TF2 at DEBUG, not at
+    INFO as one the user adds does: every run has it, and the note is not news.
+    """
+    update_ops = RunUpdateOps()
+    update_ops._added_by_default = True
+    return [MovingAverageSummary(), ProgressBar(), MergeAllSummaries(), update_ops]
 
 
 def DEFAULT_MONITORS() -> list[MonitorBase]:  # noqa: N802 - tensorpack's name

@@ -77,6 +77,7 @@ class GPUUtilizationTracker(Callback):
         self._thread.start()
 
     def _sample(self) -> None:
+        assert self._nvml is not None
         try:
             while not self._stop.wait(self._interval):
                 self._samples.append([self._nvml.utilization(h) for h in self._handles])
@@ -101,6 +102,7 @@ class GPUUtilizationTracker(Callback):
     def _trigger_epoch(self) -> None:
         if not self._samples:
             return
+        assert self.trainer.monitors is not None and self._devices is not None
         for i, device in enumerate(self._devices):
             mean = sum(s[i] for s in self._samples) / len(self._samples)
             self.trainer.monitors.put_scalar(f"GPUUtil/{device}", mean)
@@ -144,10 +146,12 @@ class PeakMemoryTracker(Callback):
             logger.warning("PeakMemoryTracker: TensorFlow sees no GPU; peak memory will not be tracked")
 
     def _before_epoch(self) -> None:
+        assert self._devices is not None  # set by _setup_graph
         for device in self._devices:
             tf.config.experimental.reset_memory_stats(device)
 
     def _trigger_epoch(self) -> None:
+        assert self.trainer.monitors is not None and self._devices is not None
         for device in self._devices:
             peak = tf.config.experimental.get_memory_info(device)["peak"]
             self.trainer.monitors.put_scalar(f"PeakMemory(MB)/{device}", peak / 1e6)

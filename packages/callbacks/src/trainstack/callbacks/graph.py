@@ -114,10 +114,13 @@ class RunUpdateOps(Callback):
     tensorpack ran the ``UPDATE_OPS`` collection (e.g. batch-norm moving
     statistics) with each step. TF2 / Keras 3 layers update that state
     themselves inside ``call(training=True)``, in the step's graph, so there
-    is nothing left to run.
+    is nothing left to run. One you add yourself says so at INFO; the one
+    ``DEFAULT_CALLBACKS()`` adds to every training says it at DEBUG only.
     """
 
     _chief_only = False
+    # set by DEFAULT_CALLBACKS(): that instance is in every run, and its note would be noise there
+    _added_by_default = False
 
     def __init__(self, collection: str | None = None) -> None:
         if collection is not None and not isinstance(collection, str):
@@ -127,8 +130,9 @@ class RunUpdateOps(Callback):
 
     def _setup_graph(self) -> None:
         if self._collection is None:
-            logger.info("RunUpdateOps does nothing in TF2: layers update their state (e.g. batch-norm "
-                        "statistics) inside the step when called with training=True.")
+            log = logger.debug if self._added_by_default else logger.info
+            log("RunUpdateOps does nothing in TF2: layers update their state (e.g. batch-norm "
+                "statistics) inside the step when called with training=True.")
         else:
             logger.warning("RunUpdateOps(collection=%r) does nothing: TF2 has no graph collections "
                            "of update ops; put the updates in the step function.", self._collection)
@@ -179,6 +183,7 @@ class DumpTensors(ProcessTensors):
     def _trigger(self) -> None:
         if self._latest is None:
             return
+        assert self._dir is not None  # set by _setup_graph
         path = os.path.join(self._dir, f"DumpTensor-{self.global_step}.npz")
         tmp = path + ".tmp"
         with open(tmp, "wb") as f:
@@ -278,7 +283,7 @@ class CheckNumerics(Callback):
                                f"{self.global_step} {self._where()}")
 
     def _find_variables(self) -> list[Any]:
-        objects = self.trainer.checkpoint_objects
+        objects = self.trainer.checkpoint_objects  # type: ignore[attr-defined]  # a towers trainer's
         root = tf.train.Checkpoint(**objects) if isinstance(objects, Mapping) else objects
         view = tf.train.TrackableView(root)  # holds a weak reference: keep root alive
         found = [d for d in view.descendants()

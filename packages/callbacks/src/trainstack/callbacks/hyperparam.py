@@ -156,6 +156,7 @@ class TFVariableParam(_VariableParam):
                             f"name, got {variable!r} ({type(variable).__name__})")
 
     def _find(self, trainer: Trainer) -> Any:
+        assert self._var_name is not None  # called for a variable given by name
         return find_variable(trainer, self._var_name)
 
 

@@ -112,6 +112,7 @@ class HyperParamSetter(Callback):
     def _record(self, value: Any) -> None:
         self._last_value = value
         if isinstance(value, numbers.Real):  # an ObjAttrParam may hold anything
+            assert self.trainer.monitors is not None
             self.trainer.monitors.put_scalar(self.param.readable_name, value)
 
 
@@ -278,8 +279,10 @@ class StatMonitorParamSetter(HyperParamSetter):
         """The values collected so far, and whether the monitors' latest value of the
         statistic is among them, in variables (see callback_state)."""
         if self._state is None:
+            assert self.history.maxlen is not None  # last_k
             self._state = NumbersState("StatMonitorParamSetter", history=self.history.maxlen, seen_latest=1)
         self._state.put("history", self.history)
+        assert self.trainer.monitors is not None
         seen = self._values_seen == len(self.trainer.monitors.get_history(self.stat_name))
         self._state.put("seen_latest", [float(seen)])
         return self._state
@@ -288,11 +291,14 @@ class StatMonitorParamSetter(HyperParamSetter):
         """Continue with the values collected before the checkpoint (the monitors' latest
         scalars are restored first: a value put after this setter's last trigger is new)."""
         self.history.clear()
+        assert self._state is not None
         self.history.extend(self._state.get("history"))
+        assert self.trainer.monitors is not None
         known = len(self.trainer.monitors.get_history(self.stat_name))
         self._values_seen = known if self._state.get("seen_latest") == [1.0] else max(known - 1, 0)
 
     def _get_value_to_set(self) -> Any:
+        assert self.trainer.monitors is not None
         history = self.trainer.monitors.get_history(self.stat_name)
         if not history:
             logger.warning("[%s] no value of %r in the monitors yet; known: %s", self.name,
@@ -304,6 +310,7 @@ class StatMonitorParamSetter(HyperParamSetter):
             return None
         self._values_seen = len(history)
         self.history.append(history[-1])
+        assert self.history.maxlen is not None  # last_k
         if len(self.history) < self.history.maxlen:
             return None
         values = list(self.history)
@@ -355,6 +362,7 @@ class HumanHyperParamSetter(HyperParamSetter):
             self._last_warning = message
 
     def _get_value_to_set(self) -> float | None:
+        assert self.file_name is not None  # set by _setup_graph
         try:
             with open(self.file_name, encoding="utf-8") as f:
                 lines = f.read().splitlines()

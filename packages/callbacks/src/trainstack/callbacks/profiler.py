@@ -73,6 +73,7 @@ class GraphProfiler(Callback):
     def _stop(self) -> None:
         self._tracing = False
         tf.profiler.experimental.stop()
+        assert self._dump_dir is not None  # it traced
         logger.info("GraphProfiler: trace of steps %d..%d written to %s", self._first,
                     min(self.global_step, self._last),
                     os.path.join(self._dump_dir, "plugins", "profile"))

@@ -81,6 +81,7 @@ class ProgressBar(Callback):
     def _will_refresh(self) -> bool:
         """Whether the bar will redraw at the end of this step (tqdm's own test in update())."""
         bar = self._bar
+        assert bar is not None
         if bar.disable:
             return False
         if self.local_step == self.trainer.steps_per_epoch - 1:

@@ -255,6 +255,7 @@ class ModelSaver(Callback):
     def _checkpoint_of_position(self) -> str | None:
         """This saver's checkpoint of the loop's current position (that of a resumed run), or None."""
         current = self.trainer.loop.state_dict()
+        assert self.checkpoint_dir is not None  # set by _setup_graph
         path = os.path.join(self.checkpoint_dir, f"model-{current['global_step']}")
         if not tf.io.gfile.exists(path + ".index"):
             return None
@@ -371,6 +372,7 @@ class MinSaver(Callback):
                         self.name, self.directory, self.monitor_stat, self.best)
 
     def _trigger(self) -> None:
+        assert self.trainer.monitors is not None
         try:
             value = self.trainer.monitors.get_latest(self.monitor_stat)
         except KeyError as e:

@@ -137,21 +137,25 @@ class EarlyStopping(Callback):
         self._state.put("best", [] if self.best is None else [self.best])
         self._state.put("best_epoch", [] if self.best_epoch is None else [self.best_epoch])
         self._state.put("bad_checks", [self.bad_checks])
+        assert self.trainer.monitors is not None
         seen = self._seen == len(self.trainer.monitors.get_history(self.monitor))
         self._state.put("seen_latest", [float(seen)])
         return self._state
 
     def load_checkpoint_state(self) -> None:
         """Continue from the best value and bad checks counted before the checkpoint."""
+        assert self._state is not None
         best, best_epoch = self._state.get("best"), self._state.get("best_epoch")
         self.best = best[0] if best else None
         self.best_epoch = int(best_epoch[0]) if best_epoch else None
         self.bad_checks = int(self._state.get("bad_checks")[0])
         # the monitors' latest scalars are restored first: a value put after the last check is new
+        assert self.trainer.monitors is not None
         known = len(self.trainer.monitors.get_history(self.monitor))
         self._seen = known if self._state.get("seen_latest") == [1.0] else max(known - 1, 0)
 
     def _trigger(self) -> None:
+        assert self.trainer.monitors is not None
         history = self.trainer.monitors.get_history(self.monitor)
         if not history:
             if not self._warned:

@@ -78,11 +78,13 @@ class MovingAverageSummary(Callback):
         self.collection = _collection_of(self, self._requested)
 
     def _trigger(self) -> None:
+        assert self.collection is not None and self.trainer.monitors is not None
         for name, value in self.collection.moving_average_values().items():
             self.trainer.monitors.put_scalar(name, value)
 
     def checkpoint_state(self) -> tf.Module:
         """The variables of the averages (see callback_state)."""
+        assert self.collection is not None
         return self.collection.moving_average_state()
 
     def load_checkpoint_state(self) -> None:
@@ -136,6 +138,7 @@ class _MergeAllSummaries(Callback):
         where = (self.epoch_num, self.local_step)
         if where == self._fetched_in or not self._writes_after_this_step():
             return None
+        assert self.collection is not None
         self._asked = self.collection.fetched_summaries()
         if not self._asked:
             return None
@@ -150,6 +153,7 @@ class _MergeAllSummaries(Callback):
     def _report(self) -> None:
         monitors = self.trainer.monitors
         events = []
+        assert self.collection is not None and monitors is not None
         for name, kind, value in self.collection.summary_values():
             if kind == "scalar":
                 monitors.put_scalar(name, value)
@@ -251,6 +255,7 @@ class SimpleMovingAverage(Callback):
     def checkpoint_state(self) -> NumbersState:
         """The window's values, oldest first, row by row (see callback_state)."""
         if self._state is None:
+            assert self._window.maxlen is not None  # window_size
             self._state = NumbersState("SimpleMovingAverage",
                                        window=self._window.maxlen * len(self._names))
         self._state.put("window", [v for row in self._window for v in row])
@@ -258,6 +263,7 @@ class SimpleMovingAverage(Callback):
 
     def load_checkpoint_state(self) -> None:
         """Continue with the window of values fetched before the checkpoint."""
+        assert self._state is not None
         flat, n = self._state.get("window"), len(self._names)
         self._window.clear()
         self._window.extend(flat[i:i + n] for i in range(0, len(flat) - n + 1, n))
@@ -278,6 +284,7 @@ class SimpleMovingAverage(Callback):
     def _trigger(self) -> None:
         if not self._window:
             return
+        assert self.trainer.monitors is not None
         for name, avg in zip(self._names, np.mean(self._window, axis=0)):
             self.trainer.monitors.put_scalar(f"{self._prefix}{name}/SMA", float(avg))
 

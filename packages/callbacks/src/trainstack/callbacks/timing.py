@@ -40,6 +40,7 @@ class EstimatedTimeLeft(Callback):
 
     def _trigger_epoch(self) -> None:
         now = time.perf_counter()
+        assert self._last_mark is not None  # set by _before_epoch
         self._durations.append(now - self._last_mark)
         self._last_mark = now
         max_epoch = self.trainer.max_epoch
@@ -80,6 +81,7 @@ class ThroughputTracker(Callback):
         self._started = time.perf_counter()
 
     def _after_epoch(self) -> None:
+        assert self._started is not None  # set by _before_epoch
         self._elapsed += time.perf_counter() - self._started
         self._started = None
 
@@ -95,6 +97,7 @@ class ThroughputTracker(Callback):
         if steps <= 0 or elapsed <= 0:
             return
         monitors = self.trainer.monitors
+        assert monitors is not None
         monitors.put_scalar("Throughput/steps_per_sec", steps / elapsed)
         if self._samples_per_step is not None:
             monitors.put_scalar("Throughput/samples_per_sec", steps * self._samples_per_step / elapsed)

@@ -155,7 +155,7 @@ class PeriodicCallback(EnableCallbackIf):
         if self._step_k is None and self._epoch_k is None:
             raise ValueError(f"PeriodicCallback({getattr(callback, 'name', callback)!r}) needs "
                              "every_k_steps, every_k_epochs or both")
-        super().__init__(callback, PeriodicCallback._is_due)
+        super().__init__(callback, PeriodicCallback._is_due)  # type: ignore[arg-type]  # called with self
 
     def _is_due(self) -> bool:
         if self._step_k is not None and self.global_step % self._step_k == 0:

@@ -52,7 +52,7 @@ def _encode(obj: Any) -> Any:
     raise TypeError(f"msgpack cannot hold an object of type {type(obj).__name__}: use serializer='pickle'")
 
 
-def _decode(obj: dict) -> Any:
+def _decode(obj: dict[Any, Any]) -> Any:
     if b"nd" not in obj:
         return obj
     try:

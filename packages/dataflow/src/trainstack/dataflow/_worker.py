@@ -52,7 +52,7 @@ def run_worker(conn: Connection, payload: bytes, index: int, count: int, sharded
     ``sharded``: keep the datapoints ``k % count == index`` of each pass. ``seed``: given to
     :func:`fix_rng_seed` before ``reset_state`` (None: this process seeds on its own).
     """
-    def work() -> Iterator[bytes]:
+    def work() -> Iterator[tuple[bytes, list[memoryview]]]:
         dataflow, worker_factory, map_func = pickle.loads(payload)
         _seed_rngs(seed)
         if worker_factory is not None:
@@ -66,7 +66,7 @@ def run_worker(conn: Connection, payload: bytes, index: int, count: int, sharded
 def run_map_worker(conn: Connection, payload: bytes, index: int, count: int, seed: int | None) -> None:
     """Map worker ``index`` of ``count``: unpickle ``map_func`` from ``payload``, then answer each
     ``task`` frame from ``conn`` with a ``result`` frame holding ``map_func(datapoint)``."""
-    def work() -> Iterator[bytes]:
+    def work() -> Iterator[tuple[bytes, list[memoryview]]]:
         map_func = pickle.loads(payload)
         _seed_rngs(seed)
         tasks: queue.SimpleQueue[bytes | None] = queue.SimpleQueue()
@@ -125,7 +125,7 @@ def _frames(dataflow: Any, index: int, count: int, sharded: bool,
         yield encode_frame("end_of_pass", pass_num=pass_num), []
 
 
-def _read_tasks(conn: Connection, tasks: queue.SimpleQueue) -> None:
+def _read_tasks(conn: Connection, tasks: queue.SimpleQueue[bytes | None]) -> None:
     try:
         while True:
             tasks.put(conn.recv_bytes())
@@ -133,7 +133,7 @@ def _read_tasks(conn: Connection, tasks: queue.SimpleQueue) -> None:
         tasks.put(None)  # the trainer closed its end: no more tasks
 
 
-def _results(tasks: queue.SimpleQueue,
+def _results(tasks: queue.SimpleQueue[bytes | None],
              map_func: Callable[[Any], Any]) -> Iterator[tuple[bytes, list[memoryview]]]:
     """``results`` frames answering the ``tasks`` frames (the trainer sends several datapoints
     per frame when it has several to send, so that both directions cost one message per chunk)."""

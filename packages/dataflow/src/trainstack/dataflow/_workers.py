@@ -32,7 +32,7 @@ import weakref
 from collections.abc import Callable, Iterator
 from multiprocessing.connection import Connection
 from multiprocessing.process import BaseProcess
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import cloudpickle
 
@@ -44,6 +44,9 @@ except ImportError:  # Windows
 from .base import fixed_rng_seed
 from .codec import recv_frame
 from .errors import FrameError, InputError, InputWorkerError
+
+if TYPE_CHECKING:
+    from typing import Self
 
 logger = logging.getLogger("trainstack.dataflow")
 
@@ -65,7 +68,7 @@ def pickle_payload(obj: Any, what: str, who: str) -> bytes:
     """``obj`` pickled by cloudpickle for the workers: lambdas, closures and definitions of
     ``__main__`` by value, objects of importable modules by reference."""
     try:
-        return cloudpickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL)
+        return cloudpickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL)  # type: ignore[no-any-return]  # untyped
     except Exception as e:  # noqa: BLE001 - pickle raises several kinds
         raise InputError(
             f"{who}: {what} must be picklable to start worker processes (lambdas, closures and "
@@ -106,7 +109,7 @@ def _without_main(enabled: bool) -> Iterator[None]:
         _spawning.without_main = False
 
 
-def start_workers(who: str, start_method: str, target: Callable[..., None], worker_kwargs: list[dict],
+def start_workers(who: str, start_method: str, target: Callable[..., None], worker_kwargs: list[dict[str, Any]],
                   *, duplex: bool = False) -> list[Worker]:
     """Start one process per ``worker_kwargs`` running ``target(conn=..., **kwargs)``, without
     re-running the main script (what they run comes by value, see :func:`pickle_payload`)."""
@@ -120,7 +123,7 @@ def start_workers(who: str, start_method: str, target: Callable[..., None], work
                 else:
                     mine, theirs = ctx.Pipe(duplex=False)  # (reader, writer): only the worker writes
                 pipe_bytes = _enlarge_buffers(mine, theirs)
-                process = ctx.Process(target=target, kwargs={"conn": theirs, **kwargs},
+                process = ctx.Process(target=target, kwargs={"conn": theirs, **kwargs},  # type: ignore[attr-defined]
                                       name=f"trainstack-dataflow-worker-{i}", daemon=True)
                 try:
                     process.start()
@@ -215,12 +218,12 @@ def stop_workers(workers: list[Worker], timeout: float = 5.0) -> None:
     live = [w for w in workers if isinstance(w.process, BaseProcess)]
     for w in live:
         if w.process.is_alive():
-            w.process.terminate()
+            w.process.terminate()  # type: ignore[union-attr]  # live: BaseProcess only
     for w in live:
         w.process.join(timeout)
         if w.process.is_alive():
             logger.warning("dataflow worker %s (pid %s) ignored SIGTERM; killing it", w.index, w.process.pid)
-            w.process.kill()
+            w.process.kill()  # type: ignore[union-attr]
             w.process.join(timeout)
     for w in workers:
         w.conn.close()
@@ -295,6 +298,10 @@ class WorkerProcesses:
     new workers, so that a failed stream never silently restarts from its beginning.
     """
 
+    if TYPE_CHECKING:  # each subclass has its own
+        @property
+        def name(self) -> str: ...
+
     def _init_workers(self, start_method: str) -> None:
         if start_method not in mp.get_all_start_methods():
             raise ValueError(f"start_method {start_method!r} is not available here; "
@@ -304,14 +311,14 @@ class WorkerProcesses:
         self._running = False
         self._closing = False
         self._failed: str | None = None  # why the workers were stopped by a failed iteration
-        self._finalizer: weakref.finalize | None = None
+        self._finalizer: weakref.finalize[..., Any] | None = None
 
     @property
     def workers(self) -> tuple[BaseProcess | ExitedProcess, ...]:
         """The worker processes of the latest start (alive, or :class:`ExitedProcess` once stopped)."""
         return tuple(w.process for w in self._workers)
 
-    def _start(self, target: Callable[..., None], worker_kwargs: list[dict], duplex: bool = False) -> None:
+    def _start(self, target: Callable[..., None], worker_kwargs: list[dict[str, Any]], duplex: bool = False) -> None:
         self.close()
         workers = start_workers(self.name, self.start_method, target, worker_kwargs, duplex=duplex)
         self._workers = workers
@@ -355,7 +362,7 @@ class WorkerProcesses:
         if self._finalizer is not None:
             self._finalizer()
 
-    def __enter__(self):
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(self, *exc: Any) -> None:

@@ -23,7 +23,7 @@ import os
 import threading
 import time
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 
@@ -82,7 +82,7 @@ class DataFlowReentrantGuard:
             raise threading.ThreadError("this DataFlow is not reentrant: a pass of it is already running "
                                         "(use a second instance to iterate it in two places)")
 
-    def __exit__(self, *exc: Any) -> bool:
+    def __exit__(self, *exc: Any) -> Literal[False]:
         self._lock.release()
         return False
 
@@ -99,9 +99,9 @@ class DataFlow:
         super().__init_subclass__(**kwargs)
         namespace = vars(cls)
         if "__iter__" not in namespace and "get_data" in namespace:
-            cls.__iter__ = namespace["get_data"]
+            cls.__iter__ = namespace["get_data"]  # type: ignore[method-assign]  # tensorpack's spelling
         if "__len__" not in namespace and "size" in namespace:
-            cls.__len__ = namespace["size"]
+            cls.__len__ = namespace["size"]  # type: ignore[method-assign]  # tensorpack's spelling
 
     def __iter__(self) -> Iterator[Any]:
         raise NotImplementedError(f"{type(self).__name__} must implement __iter__")

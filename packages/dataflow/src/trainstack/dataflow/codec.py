@@ -55,16 +55,16 @@ if msgpack.Packer.__module__.startswith("msgpack."):
     _Packer, _unpackb = msgpack.Packer, msgpack.unpackb
 else:  # already patched when this module is imported
     try:
-        from msgpack._cmsgpack import Packer as _Packer
-        from msgpack._cmsgpack import unpackb as _unpackb
+        from msgpack._cmsgpack import Packer as _Packer  # type: ignore[no-redef]  # msgpack: untyped
+        from msgpack._cmsgpack import unpackb as _unpackb  # type: ignore[no-redef]
     except ImportError:
-        from msgpack.fallback import Packer as _Packer  # type: ignore[assignment]
-        from msgpack.fallback import unpackb as _unpackb
+        from msgpack.fallback import Packer as _Packer  # type: ignore[no-redef]
+        from msgpack.fallback import unpackb as _unpackb  # type: ignore[no-redef]
 
 
 def packb(obj: Any, **kwargs: Any) -> bytes:
     """``msgpack.packb`` as msgpack defines it, whatever patched the ``msgpack`` module."""
-    return _Packer(**kwargs).pack(obj)
+    return _Packer(**kwargs).pack(obj)  # type: ignore[no-any-return]  # msgpack: untyped
 
 
 def unpackb(data: Any, **kwargs: Any) -> Any:
@@ -121,7 +121,7 @@ def _default(obj: Any) -> Any:
         return msgpack.ExtType(_EXT_BIG_INT, value.to_bytes(value.bit_length() // 8 + 1, "little", signed=True))
     for base in (list, tuple, dict, str, bytes, int, float):  # tuples, named tuples, int enums, ...
         if isinstance(obj, base):
-            return (list if base is tuple else base)(obj)
+            return (list if base is tuple else base)(obj)  # type: ignore[arg-type]  # obj is a base
     raise TypeError(
         f"cannot send a {type(obj).__module__}.{type(obj).__qualname__} through msgpack: a datapoint "
         "may hold numbers, str, bytes, None, lists, tuples, dicts, NumPy arrays and scalars")
@@ -204,7 +204,7 @@ def _decode_array(payload: bytes) -> np.ndarray:
 _CHECKED_DTYPES: dict[str, np.dtype] = {}
 
 
-def _check_header_dtype_shape(dtype_str: str, shape: list) -> np.dtype:
+def _check_header_dtype_shape(dtype_str: str, shape: list[Any]) -> np.dtype:
     """The dtype of an array's header, and its shape, checked; a bad one raises :class:`_BadExt`."""
     dtype = _CHECKED_DTYPES.get(dtype_str)
     if dtype is None:
@@ -355,7 +355,7 @@ def _oob_default(buffers: list[memoryview], min_bytes: int) -> Any:
         if isinstance(obj, np.ndarray) and obj.nbytes >= min_bytes:
             _check_sendable(obj.dtype, "an array")
             flat = np.ascontiguousarray(obj).reshape(-1)
-            buffers.append(memoryview(flat.view(np.uint8)))
+            buffers.append(memoryview(flat.view(np.uint8)))  # type: ignore[arg-type]  # NumPy: __buffer__ on 3.12+
             return msgpack.ExtType(_EXT_OOB_NDARRAY, packb([obj.dtype.str, list(obj.shape)], use_bin_type=True))
         return _default(obj)
     return default
@@ -419,7 +419,7 @@ def _check_frame(kind: Any, fields: dict[str, Any], what: str) -> None:
                          f"got {reprlib.repr(sorted(map(str, fields)))}")
     for name, types in expected.items():
         value = fields[name]
-        if not isinstance(value, types) or (types == (int,) and (isinstance(value, bool) or value < 0)):
+        if not isinstance(value, types) or (types == (int,) and (isinstance(value, bool) or value < 0)):  # type: ignore[operator]
             raise FrameError(f"malformed {what}: field {name!r} of a {kind!r} frame is "
                              f"{reprlib.repr(value)}")
 
@@ -470,7 +470,7 @@ def recv_frame(conn: Any, *, peer: str) -> dict[str, Any]:
     frame = decode_frame(data, peer=peer, trusted=True, oob=oob)
     if oob:
         fd = conn.fileno()
-        views = [memoryview(a.reshape(-1).view(np.uint8)) for a in oob if a.nbytes]
+        views = [memoryview(a.reshape(-1).view(np.uint8)) for a in oob if a.nbytes]  # type: ignore[arg-type]
         i = 0
         while i < len(views):
             n = os.readv(fd, views[i:i + _IOV_MAX])

@@ -6,6 +6,8 @@ dataflow's error wherever it is raised.
 """
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 __all__ = ["InputError", "EmptyDataFlowError", "InputWorkerError", "FrameError", "UnsendableError"]
 
 
@@ -15,7 +17,10 @@ class InputError(RuntimeError):
     # Raised while tf.function traces a step, an error keeps its type only if AutoGraph can
     # rebuild it from a message, which it does when __init__ is Exception's (RuntimeError's
     # own is not); otherwise users would get a StagingError instead of the error they catch.
-    __init__ = Exception.__init__
+    if TYPE_CHECKING:  # what the assignment below means, for the type checkers
+        def __init__(self, *args: object) -> None: ...
+    else:
+        __init__ = Exception.__init__
 
 
 class EmptyDataFlowError(InputError):

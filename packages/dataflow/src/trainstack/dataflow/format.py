@@ -98,7 +98,7 @@ class LMDBData(RNGDataFlow):
         env = _open_lmdb(self._lmdb_path, "LMDBData")
         try:
             with env.begin() as txn:
-                self._size = txn.stat()["entries"]
+                self._size: int = txn.stat()["entries"]
                 self.keys = self._find_keys(txn, keys)
         finally:
             env.close()
@@ -163,8 +163,10 @@ class LMDBData(RNGDataFlow):
                         if k != KEYS_KEY:
                             yield [k, v]
                     return
-                self._require_rng().shuffle(self.keys)
-                for k in self.keys:
+                keys = self.keys
+                assert keys is not None  # with shuffle, _find_keys returns a list
+                self._require_rng().shuffle(keys)
+                for k in keys:
                     v = txn.get(k)
                     if v is None:
                         raise KeyError(f"LMDBData: {self._lmdb_path} has no key {k!r} (from keys=)")
@@ -299,8 +301,8 @@ def load_svmlight(filename: str) -> tuple[np.ndarray, np.ndarray]:
     offset = 0 if (not indices or min(indices) == 0) else 1
     X = np.zeros((len(rows), (max(indices) + 1 - offset) if indices else 0), dtype=np.float64)
     for r, row in enumerate(rows):
-        for i, value in row:
-            X[r, i - offset] = value
+        for i, x in row:
+            X[r, i - offset] = x
     return X, np.asarray(labels, dtype=np.float64)
 
 

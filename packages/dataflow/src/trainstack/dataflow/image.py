@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import copy as copy_mod
 import logging
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
@@ -173,7 +173,7 @@ class AugmentImageComponents(_AugmentBase, MapData):
 
     def _aug_mapper(self, dp: Any) -> Any:
         dp = copy_mod.copy(dp)  # the caller's list stays as it was
-        copy_func = copy_mod.deepcopy if self._copy else (lambda x: x)
+        copy_func: Callable[[Any], Any] = copy_mod.deepcopy if self._copy else (lambda x: x)
         with self._exception_handler.catch():
             major = self._index[0]
             im = copy_func(dp[major])

@@ -27,9 +27,9 @@ from typing import Any
 from trainstack.loop.checks import check_int
 
 from ._worker import run_worker
-from ._workers import WorkerProcesses, pickle_payload, receive, worker_failure, worker_seeds
+from ._workers import Worker, WorkerProcesses, pickle_payload, receive, worker_failure, worker_seeds
 from .base import ProxyDataFlow
-from .errors import FrameError
+from .errors import FrameError, InputWorkerError
 from .protocol import dataflow_len_or_none
 
 __all__ = ["MultiProcessDataFlow", "MultiProcessRunner", "MultiProcessRunnerZMQ", "PrefetchData",
@@ -139,14 +139,14 @@ class MultiProcessDataFlow(WorkerProcesses):
                         yield frame["datapoint"]
                     # else: a datapoint of an earlier pass whose iteration was abandoned midway
 
-    def _receive(self, w) -> dict[str, Any]:
+    def _receive(self, w: Worker) -> dict[str, Any]:
         frame = receive(self.name, w, self.num_workers, self._closing, f" during pass {w.pass_num}")
         if frame["kind"] not in ("data", "end_of_pass") or frame["pass_num"] != w.pass_num:
             raise FrameError(f"{self.name}: worker {w.index} sent a {frame['kind']!r} frame "
                              f"{frame.get('pass_num', '')} while on pass {w.pass_num}")
         return frame
 
-    def _failure(self, w):
+    def _failure(self, w: Worker) -> InputWorkerError:
         return worker_failure(self.name, w, self.num_workers, self._closing, f" during pass {w.pass_num}")
 
 

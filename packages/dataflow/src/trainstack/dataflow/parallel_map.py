@@ -45,8 +45,8 @@ def _workers(flow: Any, count: int | None, name: str) -> int:
     """The checked worker count ``name`` of a parallel map; None: one per CPU core."""
     if count is None:
         return os.cpu_count() or 1
-    return check_int(type(flow).__name__, name, count, minimum=1, none_ok=True,
-                     note="None: one per CPU core")
+    return check_int(type(flow).__name__, name, count, minimum=1, none_ok=True,  # type: ignore[return-value]
+                     note="None: one per CPU core")  # (count is not None here; none_ok words the message)
 
 
 def _set_map_options(flow: Any, map_func: Any, buffer_size: int, strict: bool) -> None:
@@ -69,6 +69,10 @@ class MultiProcessMapData(WorkerProcesses, ProxyDataFlow):
     raised here as :class:`InputWorkerError` with its traceback. See the module for
     ``strict``. With a seed from :func:`fix_rng_seed`, worker ``i`` uses ``seed + 1 + i``.
     """
+
+    map_func: Callable[[Any], Any]  # these three: set by _set_map_options
+    buffer_size: int
+    strict: bool
 
     def __init__(self, ds: Any, num_proc: int | None = None, map_func: Callable[[Any], Any] | None = None,
                  *, buffer_size: int = 200, strict: bool = False, start_method: str = "spawn") -> None:
@@ -154,7 +158,7 @@ class MultiProcessMapData(WorkerProcesses, ProxyDataFlow):
             raise FrameError(f"{self.name}: worker {w.index} sent a {frame['kind']!r} frame "
                              f"{frame.get('count', '')}, expected 'results' of at most {w.in_flight}")
         w.in_flight -= frame["count"]
-        return frame["datapoints"]
+        return frame["datapoints"]  # type: ignore[no-any-return]  # a checked "results" frame
 
     def _drain(self) -> None:
         for w in self._workers:
@@ -172,6 +176,10 @@ class MultiThreadMapData(ProxyDataFlow):
     release the GIL (I/O, NumPy, image decoding). ``map_func`` and the datapoints stay in this
     process: nothing is pickled or encoded. See the module for ``strict``."""
 
+    map_func: Callable[[Any], Any]  # these three: set by _set_map_options
+    buffer_size: int
+    strict: bool
+
     def __init__(self, ds: Any, num_thread: int | None = None, map_func: Callable[[Any], Any] | None = None,
                  *, buffer_size: int = 200, strict: bool = False) -> None:
         super().__init__(ds)
@@ -180,7 +188,7 @@ class MultiThreadMapData(ProxyDataFlow):
         self._pool: concurrent.futures.ThreadPoolExecutor | None = None
         # in submission order (a dict as an ordered set): what is done is yielded in that order, so
         # that one thread gives the dataflow's own order, as tensorpack's does
-        self._pending: dict[concurrent.futures.Future, None] = {}
+        self._pending: dict[concurrent.futures.Future[Any], None] = {}
         self._source: Iterator[Any] | None = None
 
     def reset_state(self) -> None:
@@ -216,7 +224,7 @@ class MultiThreadMapData(ProxyDataFlow):
                 except StopIteration:
                     exhausted = True
                     break
-                self._pending[self._pool.submit(self.map_func, copy(datapoint))] = None
+                self._pending[self._pool.submit(self.map_func, copy(datapoint))] = None  # type: ignore[union-attr]
             if not self._pending:
                 return
             done, _ = concurrent.futures.wait(self._pending, return_when=concurrent.futures.FIRST_COMPLETED)

@@ -33,7 +33,7 @@ class DataFromList(RNGDataFlow):
         order = np.arange(len(self.lst))
         self._require_rng().shuffle(order)
         for k in order:
-            yield self.lst[k]
+            yield self.lst[int(k)]
 
 
 class DataFromGenerator(DataFlow):
@@ -48,7 +48,7 @@ class DataFromGenerator(DataFlow):
 
     def __len__(self) -> int:
         try:
-            return len(self._gen)
+            return len(self._gen)  # type: ignore[arg-type]  # no __len__: TypeError, below
         except TypeError:
             raise SizeUnknownError("DataFromGenerator does not know its size: its generator has "
                                       "no __len__") from None
@@ -60,7 +60,7 @@ class DataFromIterable(DataFlow):
     def __init__(self, iterable: Iterable[Any]) -> None:
         self._itr = iterable
         try:
-            self._len: int | None = len(iterable)
+            self._len: int | None = len(iterable)  # type: ignore[arg-type]  # no __len__: TypeError, below
         except TypeError:
             self._len = None
 

@@ -37,7 +37,7 @@ class _Failure:
         self.exc, self.index = exc, index
 
 
-def _run(ds: Any, q: queue.Queue, stop: threading.Event, index: int) -> None:
+def _run(ds: Any, q: queue.Queue[Any], stop: threading.Event, index: int) -> None:
     def put(item: Any) -> bool:
         while not stop.is_set():
             try:
@@ -91,10 +91,10 @@ class MultiThreadRunner(DataFlow):
         for ds in self.dataflows:
             if not hasattr(ds, "__iter__"):
                 raise TypeError(f"MultiThreadRunner: get_df() must return a dataflow, got {type(ds).__name__}")
-        self.queue: queue.Queue = queue.Queue(maxsize=self.num_prefetch)
+        self.queue: queue.Queue[Any] = queue.Queue(maxsize=self.num_prefetch)
         self._threads: list[threading.Thread] = []
         self._stop_event = threading.Event()
-        self._finalizer: weakref.finalize | None = None
+        self._finalizer: weakref.finalize[..., Any] | None = None
         self._reset_done = False
 
     def __len__(self) -> int:

@@ -23,7 +23,7 @@ class NoDisplayError(RuntimeError):
     """``interactive_imshow`` was called where no window can be shown."""
 
 
-def _cv2(user: str):
+def _cv2(user: str) -> Any:
     try:
         import cv2
     except ImportError as e:
@@ -37,8 +37,8 @@ def _has_display() -> bool:
     return bool(os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY"))
 
 
-def interactive_imshow(img: np.ndarray, lclick_cb: Callable | None = None, rclick_cb: Callable | None = None,
-                       **kwargs: Callable) -> None:
+def interactive_imshow(img: np.ndarray, lclick_cb: Callable[..., Any] | None = None,
+                       rclick_cb: Callable[..., Any] | None = None, **kwargs: Callable[..., Any]) -> None:
     """Show ``img`` (BGR) in an OpenCV window and wait for a key.
 
     ``lclick_cb``/``rclick_cb``: ``func(img, x, y)`` on a left/right click; ``key_cb_<k>=func(img)``
@@ -56,7 +56,7 @@ def interactive_imshow(img: np.ndarray, lclick_cb: Callable | None = None, rclic
         raise NoDisplayError(f"OpenCV cannot open a window here ({e}); install opencv-python (not "
                              "-headless) or write the image with cv2.imwrite") from e
 
-    def mouse_cb(event, x, y, *args):
+    def mouse_cb(event: int, x: int, y: int, *args: Any) -> None:
         if event == cv2.EVENT_LBUTTONUP and lclick_cb is not None:
             lclick_cb(img, x, y)
         elif event == cv2.EVENT_RBUTTONUP and rclick_cb is not None:
@@ -156,7 +156,7 @@ class Canvas:
 
 def stack_patches(patch_list: Any, nr_row: int, nr_col: int, border: int | None = None, pad: bool = False,
                   bgcolor: int | Sequence[int] = 255, viz: bool = False,
-                  lclick_cb: Callable | None = None) -> np.ndarray:
+                  lclick_cb: Callable[..., Any] | None = None) -> np.ndarray:
     """Stack NHW or NHWC images in [0, 255] into one ``nr_row`` x ``nr_col`` grid (uint8, HWC).
 
     Args:
@@ -176,7 +176,7 @@ def stack_patches(patch_list: Any, nr_row: int, nr_col: int, border: int | None 
     if viz:
         callback = None
         if lclick_cb is not None:
-            def callback(img, x, y):
+            def callback(img: np.ndarray, x: int, y: int) -> None:
                 idx = canvas.get_patchid_from_coord(x, y)
                 if idx < len(patch_list):
                     lclick_cb(patch_list[idx], idx)
@@ -187,7 +187,7 @@ def stack_patches(patch_list: Any, nr_row: int, nr_col: int, border: int | None 
 def gen_stack_patches(patch_list: Any, nr_row: int | None = None, nr_col: int | None = None,
                       border: int | None = None, max_width: int = 1000, max_height: int = 1000,
                       bgcolor: int | Sequence[int] = 255, viz: bool = False,
-                      lclick_cb: Callable | None = None) -> Iterator[np.ndarray]:
+                      lclick_cb: Callable[..., Any] | None = None) -> Iterator[np.ndarray]:
     """Yield one grid per ``nr_row * nr_col`` patches of a long list (the last possibly part-filled).
 
     When ``nr_row``/``nr_col`` are None they are as many as fit in ``max_height``/``max_width``.
@@ -211,7 +211,7 @@ def gen_stack_patches(patch_list: Any, nr_row: int | None = None, nr_col: int | 
         if viz:
             callback = None
             if lclick_cb is not None:
-                def callback(img, x, y, start=start, end=end):
+                def callback(img: np.ndarray, x: int, y: int, start: int = start, end: int = end) -> None:
                     idx = canvas.get_patchid_from_coord(x, y) + start
                     if idx < end:
                         lclick_cb(patch_list[idx], idx)

@@ -23,7 +23,7 @@ def without_logger_dir_writers(monitors: Sequence[MonitorBase], process: str) ->
     """``monitors`` without those whose ``writes_to_logger_dir`` is True, each one dropped
     logged as skipped by ``process`` (e.g. ``"HorovodTrainer rank 1"``)."""
     if not isinstance(monitors, (list, tuple)):
-        return monitors  # type: ignore[return-value] - the trainer's setup_callbacks says what is wrong
+        return monitors  # type: ignore[return-value]  # the trainer's setup_callbacks says what is wrong
     kept = []
     for m in monitors:
         if getattr(m, "writes_to_logger_dir", False) is True:

@@ -52,7 +52,7 @@ class ClusterSpec:
     cluster (as Kubeflow's TFJob writes it). ``source``: where the spec came from (for messages).
     """
 
-    cluster: Mapping[str, tuple[str, ...]]
+    cluster: Mapping[str, Sequence[str]]  # given as lists or tuples; held as tuples (__post_init__)
     task_type: str
     task_index: int
     source: str = field(default="arguments", compare=False)
@@ -78,7 +78,7 @@ class ClusterSpec:
     def from_args(cls, cluster: Mapping[str, Sequence[str]], task_type: str,
                   task_index: int) -> ClusterSpec:
         """The spec from arguments (``cluster={"worker": [...], "ps": [...]}``)."""
-        return cls(cluster, task_type, task_index)  # type: ignore[arg-type]
+        return cls(cluster, task_type, task_index)
 
     @classmethod
     def from_tf_config(cls, value: str | None = None) -> ClusterSpec:

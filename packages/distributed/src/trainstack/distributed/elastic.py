@@ -124,7 +124,7 @@ class ElasticHorovodTrainer(HorovodTrainer):
         return self.hvd.size() if placement is None else placement[1]
 
     @property
-    def is_chief(self) -> bool:
+    def is_chief(self) -> bool:  # type: ignore[override]  # read-only: the rank decides
         """Whether this process is rank 0 now."""
         return self.rank == 0
 
@@ -177,7 +177,7 @@ class ElasticHorovodTrainer(HorovodTrainer):
         return list(found.values())
 
     # -- the elastic run ------------------------------------------------------------------------------
-    def _run_epochs(self, group: Any, steps_per_run: int) -> None:
+    def _run_epochs(self, group: Any, steps_per_run: int) -> None:  # type: ignore[override]  # sets the hooks itself
         """The epochs under Horovod's elastic ``run_fn``: sync, train, and on a failure or a
         membership change roll back / re-initialize and go on."""
         run_fn, _, internal_error, reset = _horovod_elastic()
@@ -246,7 +246,7 @@ class ElasticHorovodTrainer(HorovodTrainer):
 def _make_state_class() -> type:
     _, object_state, _, _ = _horovod_elastic()
 
-    class _ElasticTrainingState(object_state):
+    class _ElasticTrainingState(object_state):  # type: ignore[valid-type, misc]  # Horovod's, imported when used
         """The whole training state of an :class:`ElasticHorovodTrainer` (``trainer.state``),
         committed in host memory.
 
@@ -328,7 +328,7 @@ def _capture(trainer: ElasticHorovodTrainer) -> dict[str, Any]:
     hub = trainer.monitors
     return {
         "loop": trainer.loop.state_dict(),
-        "position": trainer.input.position,
+        "position": trainer.input.position,  # type: ignore[attr-defined]  # an elastic trainer's input
         "world_size": trainer.size,
         "callbacks": {key: [np.array(v.numpy()) for v in cb.checkpoint_state().variables]
                       for key, _, cb in stateful_callbacks(trainer)},
@@ -339,7 +339,7 @@ def _capture(trainer: ElasticHorovodTrainer) -> dict[str, Any]:
 def _apply(trainer: ElasticHorovodTrainer, training: dict[str, Any]) -> None:
     """Set the trainer's loop, input position, stateful callbacks and latest scalars to ``training``."""
     trainer.loop.load_state_dict(training["loop"])
-    trainer.input.position = training["position"]
+    trainer.input.position = training["position"]  # type: ignore[attr-defined]
     saved = training["callbacks"]
     for key, _, cb in stateful_callbacks(trainer):
         if key not in saved:

@@ -93,6 +93,8 @@ class ChiefGatedMonitor(ChiefGate, MonitorBase):
     """A :class:`ChiefGate` for a monitor that writes into the shared logger directory
     (JSONWriter, TFEventWriter): only the current rank 0 writes, and it receives the data."""
 
+    cb: MonitorBase
+
     def __init__(self, monitor: MonitorBase) -> None:
         if not isinstance(monitor, MonitorBase):
             raise TypeError(f"ChiefGatedMonitor wraps a monitor, got {monitor!r} ({type(monitor).__name__})")
@@ -113,8 +115,8 @@ class ChiefGatedMonitor(ChiefGate, MonitorBase):
 
 def _unwrapped(cb: Callback) -> list[Callback]:
     chain = [cb]
-    while isinstance(getattr(chain[-1], "cb", None), Callback) and len(chain) < 100:
-        chain.append(chain[-1].cb)
+    while isinstance(inner := getattr(chain[-1], "cb", None), Callback) and len(chain) < 100:
+        chain.append(inner)
     return chain
 
 
@@ -155,7 +157,7 @@ class ScaleLearningRateOnResize(Callback):
                             "scale the schedule itself with the world size instead")
 
     def on_world_size_change(self, old_size: int, new_size: int) -> None:
-        optimizer = self.trainer.optimizer
+        optimizer = self.trainer.optimizer  # type: ignore[attr-defined]  # checked in _setup_graph
         old_lr = float(optimizer.learning_rate.numpy() if hasattr(optimizer.learning_rate, "numpy")
                        else optimizer.learning_rate)
         optimizer.learning_rate = old_lr * new_size / old_size

@@ -254,7 +254,7 @@ class BroadcastVariables(Callback):
 
     def _trigger_epoch(self) -> None:
         if self.every_epoch:
-            self.trainer.broadcast_variables()
+            self.trainer.broadcast_variables()  # type: ignore[attr-defined]  # a HorovodTrainer (_setup_graph)
 
 
 def _compressor(hvd: Any, compression: Any) -> Any:

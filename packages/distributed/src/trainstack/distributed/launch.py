@@ -60,7 +60,7 @@ def launch(command: Sequence[str], num_workers: int, num_ps: int = 0, chief: boo
     procs: dict[str, subprocess.Popen] = {}
     pumps = []
     for task_type, index in spec_tasks:
-        spec = ClusterSpec(cluster, task_type, index)  # type: ignore[arg-type]
+        spec = ClusterSpec(cluster, task_type, index)
         child_env = dict(os.environ if env is None else env)
         child_env[TF_CONFIG] = spec.to_tf_config()
         child_env.setdefault("PYTHONUNBUFFERED", "1")

@@ -174,8 +174,9 @@ class DistributedTrainerParameterServer(SingleCostTrainer):
         with self.strategy.scope():
             self._optimizer.build(self._trainable)
         self._iterator = iter(self.coordinator.create_per_worker_dataset(self._dataset_fn))
-        self.train_op = _ScheduledStep(self)
-        self.train_op.trace(())
+        step = _ScheduledStep(self)
+        self.train_op = step  # type: ignore[assignment]  # a TracedStep's interface, run by the coordinator
+        step.trace(())
         self.register_callback(_JoinAtEpochEnd(self.coordinator))
 
     def _build_variables(self) -> None:

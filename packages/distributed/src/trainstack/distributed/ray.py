@@ -152,7 +152,7 @@ class RayCheckpointReporter(Callback):
 
         self._reported_step = self.global_step
         # the same weights on every worker: every worker takes the same way here
-        if _holds_non_finite(self.trainer.checkpoint_objects):
+        if _holds_non_finite(self.trainer.checkpoint_objects):  # type: ignore[attr-defined]  # a towers trainer's
             if self.trainer.is_chief:
                 self.saver.save()  # refuses: logs the variable and the last good checkpoint, stops training
             else:

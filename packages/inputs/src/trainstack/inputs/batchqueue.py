@@ -78,6 +78,7 @@ class BatchQueueInput(QueueInput):
     def _get_input_tensors(self, tower_index: int) -> list[tf.Tensor]:
         tensors = self.queue.dequeue_many(self.batch_size, name=f"{self.name}_dequeue_tower{tower_index}")
         tensors = [tensors] if isinstance(tensors, tf.Tensor) else list(tensors)
+        assert self.example_signature is not None, "set by _setup"
         for t, spec in zip(tensors, self.example_signature):
             t.set_shape([self.batch_size, *spec.shape])
         return tensors
@@ -85,6 +86,7 @@ class BatchQueueInput(QueueInput):
     def datapoints(self) -> Iterator[Sequence[Any]]:
         """What the thread enqueues: single examples, checked against the signature without
         its batch dimension, pass after pass."""
+        assert self.example_signature is not None, "set by _setup"
         for pass_num, index, dp in self._stream():
             yield check_datapoint_at(pass_num, index, dp, self.example_signature,
                                      source=f"{self.name} (one example)")

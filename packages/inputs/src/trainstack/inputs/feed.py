@@ -58,7 +58,7 @@ class FeedInput(InputSource):
             self._reset_state()
         feeds = {}
         for k in range(self.num_towers):
-            arrays = check_datapoint_at(*next(self._iterator), self.input_signature, source=self.name)
+            arrays = check_datapoint_at(*next(self._iterator), self.input_signature, source=self.name)  # type: ignore[arg-type]
             for spec, arr in zip(self.input_signature, arrays):
                 feeds[feed_name(spec.name, k)] = arr
         return feeds

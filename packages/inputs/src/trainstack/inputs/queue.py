@@ -43,7 +43,7 @@ class QueueInput(FeedfreeInput):
         super().__init__()
         self.queue_size = check_int(type(self).__name__, "queue_size", queue_size, minimum=1)
         self.dataflow = dataflow
-        self.queue: tf.queue.FIFOQueue | None = None
+        self.queue: tf.queue.FIFOQueue = None  # made by _setup, before any use
         self._thread: threading.Thread | None = None
         self._stop = threading.Event()
         self.error: BaseException | None = None

@@ -160,6 +160,7 @@ class RemoteDataFlow:
                 raise InputError(f"{self.name} was closed; call reset_state() to connect again")
             stop = self._stop = _Stop(owner)
             self._closed, self._failed = False, None
+        sock: socket.socket | None
         sock, conn = self._open(stop)
         with self._lock:
             if not stop.is_set():

@@ -16,7 +16,12 @@ import socket
 import threading
 import time
 from multiprocessing import AuthenticationError
-from multiprocessing.connection import FAILURE, Connection, answer_challenge, deliver_challenge
+from multiprocessing.connection import (  # type: ignore[attr-defined]  # FAILURE: not in typeshed
+    FAILURE,
+    Connection,
+    answer_challenge,
+    deliver_challenge,
+)
 from typing import Any
 
 from trainstack.loop.checks import is_int

@@ -51,7 +51,8 @@ class _SkipPrinted(logging.Filter):
 _SKIP_PRINTED = _SkipPrinted()
 
 
-class ConsoleHandler(logging.StreamHandler):
+# StreamHandler is generic in typeshed only; StreamHandler[TextIO] would fail at run time on Python 3.10
+class ConsoleHandler(logging.StreamHandler):  # type: ignore[type-arg]
     """The "trainstack" logger's console handler (see the module docstring)."""
 
     def __init__(self) -> None:

@@ -34,7 +34,7 @@ HOOKS = ("setup_graph", "before_train", "before_epoch", "before_run", "after_run
 
 # Which overridable methods make a hook do something. trigger_epoch calls
 # trigger() by default, so overriding either of them activates it.
-_HOOK_METHODS = {h: (h, "_" + h) for h in HOOKS}
+_HOOK_METHODS: dict[str, tuple[str, ...]] = {h: (h, "_" + h) for h in HOOKS}
 _HOOK_METHODS["trigger_epoch"] += ("trigger", "_trigger")
 
 

@@ -28,7 +28,7 @@ imports it.
 from __future__ import annotations
 
 import numbers
-from typing import Any, Literal, overload
+from typing import Any, Literal, cast, overload
 
 __all__ = ["ArgumentError", "check_int", "check_number", "check_pair", "is_int"]
 
@@ -42,7 +42,8 @@ def is_int(value: Any, minimum: int | None = None, maximum: int | None = None) -
     """Whether ``value`` passes :func:`check_int` with these bounds (``None`` does not)."""
     if isinstance(value, bool) or not isinstance(value, numbers.Integral):
         return False
-    return (minimum is None or value >= minimum) and (maximum is None or value <= maximum)
+    n = int(value)  # exact for an Integral; typeshed's Integral has no >= against an int
+    return (minimum is None or n >= minimum) and (maximum is None or n <= maximum)
 
 
 def _fail(owner: str, arg: str, expected: str, value: Any, none_ok: bool, note: str | None,
@@ -131,4 +132,4 @@ def check_number(owner: str, arg: str, value: Any, *, minimum: float | None = No
         ok = value > greater_than
     if not ok:
         raise _fail(owner, arg, _expected_number(minimum, greater_than), value, none_ok, note, error)
-    return value
+    return cast(float, value)  # checked above: a real number (int, float or a NumPy scalar), unchanged

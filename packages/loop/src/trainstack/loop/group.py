@@ -117,7 +117,7 @@ class Callbacks:
         return errors
 
     # -- the hooked run ----------------------------------------------------
-    def before_run(self, ctx: RunContext) -> tuple[list[str], dict[str, Any], list]:
+    def before_run(self, ctx: RunContext) -> tuple[list[str], dict[str, Any], list[Any]]:
         """Collect the callbacks' requests: (fetch names, feeds, plan for after_run)."""
         names: dict[str, None] = {}  # ordered set
         feeds: dict[str, Any] = {}
@@ -147,7 +147,7 @@ class Callbacks:
             plan.append((cb, req))
         return list(names), feeds, plan
 
-    def after_run(self, ctx: RunContext, values: Mapping[str, Any], plan: list) -> None:
+    def after_run(self, ctx: RunContext, values: Mapping[str, Any], plan: list[Any]) -> None:
         """Hand each callback the values it asked for in ``before_run``."""
         requests = {id(cb): req for cb, req in plan}
         timings = self.timings

@@ -48,7 +48,7 @@ class Monitors:
                 raise TypeError(f"{m!r} ({type(m).__name__}) is not a monitor; "
                                 "monitors must derive from MonitorBase")
         self.monitors = list(monitors)
-        self._history: dict[str, list] = defaultdict(list)
+        self._history: dict[str, list[float | int]] = defaultdict(list)
 
     def put_scalar(self, name: str, value: Any) -> None:
         """Record a scalar (a Python or NumPy number, or a 0-d array/tensor)."""
@@ -77,7 +77,7 @@ class Monitors:
                            f"known: {sorted(self._history)}")
         return history[-1]
 
-    def get_history(self, name: str) -> list:
+    def get_history(self, name: str) -> list[float | int]:
         """All values of scalar ``name``, oldest first (empty if none)."""
         return list(self._history.get(name, ()))
 

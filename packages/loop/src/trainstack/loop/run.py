@@ -77,7 +77,7 @@ class RunValues:
 class RunContext:
     """Passed to ``before_run`` / ``after_run``: the step being run and a way to stop."""
 
-    def __init__(self, trainer: Trainer, step_fn: Callable, args: tuple) -> None:
+    def __init__(self, trainer: Trainer, step_fn: Callable[..., Any], args: tuple[Any, ...]) -> None:
         self.trainer = trainer
         self.step_fn = step_fn
         self.args = args
@@ -95,13 +95,13 @@ class RunContext:
 class FetchableStep(Protocol):
     """A step that knows how to take feeds and return named values itself."""
 
-    def run_with_fetches(self, args: tuple, fetches: Sequence[str],
+    def run_with_fetches(self, args: tuple[Any, ...], fetches: Sequence[str],
                          feeds: Mapping[str, Any]) -> tuple[Any, Mapping[str, Any]]:
         """Run once; return ``(output, {name: value for name in fetches})``."""
         ...  # pragma: no cover
 
 
-def call_step(fn: Callable, args: tuple, fetches: Sequence[str] = (),
+def call_step(fn: Callable[..., Any], args: tuple[Any, ...], fetches: Sequence[str] = (),
               feeds: Mapping[str, Any] = _NO_FEEDS) -> tuple[Any, Mapping[str, Any]]:
     """Run ``fn`` once with ``feeds``; return its output and the fetched values.
 
@@ -131,5 +131,5 @@ def call_step(fn: Callable, args: tuple, fetches: Sequence[str] = (),
     return output, {n: output[n] for n in fetches}
 
 
-def _name(fn: Callable) -> str:
+def _name(fn: Callable[..., Any]) -> str:
     return getattr(fn, "__qualname__", None) or repr(fn)

@@ -67,12 +67,29 @@ class Trainer:
         self._initialized = False
 
     # -- counters, from the loop state ----------------------------------------
-    epoch_num = property(lambda self: self.loop.epoch_num)
-    global_step = property(lambda self: self.loop.global_step)
-    local_step = property(lambda self: self.loop.local_step)
-    steps_per_epoch = property(lambda self: self.loop.steps_per_epoch)
-    starting_epoch = property(lambda self: self.loop.starting_epoch)
-    max_epoch = property(lambda self: self.loop.max_epoch)
+    @property
+    def epoch_num(self) -> int:
+        return self.loop.epoch_num
+
+    @property
+    def global_step(self) -> int:
+        return self.loop.global_step
+
+    @property
+    def local_step(self) -> int:
+        return self.loop.local_step
+
+    @property
+    def steps_per_epoch(self) -> int:
+        return self.loop.steps_per_epoch
+
+    @property
+    def starting_epoch(self) -> int:
+        return self.loop.starting_epoch
+
+    @property
+    def max_epoch(self) -> int:
+        return self.loop.max_epoch
 
     # -- callbacks ---------------------------------------------------------------
     @property
@@ -151,11 +168,11 @@ class Trainer:
                 "trainstack.towers', accept session_init and friends)")
 
     # -- running steps -------------------------------------------------------------------
-    def run(self, fn: Callable, *args: Any) -> Any:
+    def run(self, fn: Callable[..., Any], *args: Any) -> Any:
         """Run a step function once, without any callback hook (tensorpack's ``sess.run``)."""
         return call_step(fn, args)[0]
 
-    def hooked_run(self, fn: Callable, *args: Any) -> Any:
+    def hooked_run(self, fn: Callable[..., Any], *args: Any) -> Any:
         """Run a step function once with the callbacks' ``before_run``/``after_run``.
 
         Each callback may ask for named values (fetches) and give feeds; the
@@ -292,11 +309,12 @@ class Trainer:
         """The epochs and steps of :meth:`main_loop`, then every callback's ``after_train``."""
         loop = self.loop
         error: BaseException | None = None
+        stops: tuple[type[BaseException], ...] = (StopTraining, *self.stop_exceptions)
         try:
             group.before_train()
             self._run_epochs(group, steps_per_run)
             logger.info("Training has finished!")
-        except (StopTraining, *self.stop_exceptions) as e:
+        except stops as e:
             logger.info("Training was stopped by %s: %s", type(e).__name__, e)
         except KeyboardInterrupt as e:
             logger.info("Detected Ctrl-C; finalizing callbacks and exiting the main loop.")
@@ -434,7 +452,7 @@ class _SessionShim:
         return run(fetches, *args)
 
 
-def _as_list(what: str, items: Any) -> list:
+def _as_list(what: str, items: Any) -> list[Any]:
     if not isinstance(items, (list, tuple)):
         raise TypeError(f"{what} must be a list of callbacks, got {items!r} ({type(items).__name__})")
     return list(items)

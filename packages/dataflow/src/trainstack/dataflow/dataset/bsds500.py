@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import glob
 import os
+from collections.abc import Iterator
+from typing import Any
 
 import numpy as np
 
@@ -49,7 +51,7 @@ class BSDS500(RNGDataFlow):
         self.shuffle = shuffle
         self._load(name, cv2, loadmat)
 
-    def _load(self, name: str, cv2, loadmat) -> None:
+    def _load(self, name: str, cv2: Any, loadmat: Any) -> None:
         image_files = sorted(glob.glob(os.path.join(self.data_root, "images", name, "*.jpg")))
         gt_dir = os.path.join(self.data_root, "groundTruth", name)
         self.data = np.zeros((len(image_files), IMG_H, IMG_W, 3), dtype="uint8")
@@ -77,7 +79,7 @@ class BSDS500(RNGDataFlow):
     def __len__(self) -> int:
         return self.data.shape[0]
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[list[Any]]:
         idxs = np.arange(self.data.shape[0])
         if self.shuffle:
             self._require_rng().shuffle(idxs)

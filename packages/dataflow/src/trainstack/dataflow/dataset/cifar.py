@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import os
 import pickle
+from collections.abc import Iterator
+from typing import Any
 
 import numpy as np
 
@@ -27,7 +29,7 @@ _ARCHIVES = {
 _FOLDERS = {10: "cifar-10-batches-py", 100: "cifar-100-python"}
 
 
-def _get(dic: dict, key: str):
+def _get(dic: dict[Any, Any], key: str) -> Any:
     """A pickle's entry under ``key`` as bytes (python 2 pickles) or str (python 3 ones)."""
     if key.encode() in dic:
         return dic[key.encode()]
@@ -43,7 +45,7 @@ def get_filenames(dir: str, cifar_classnum: int) -> tuple[list[str], list[str], 
     return [os.path.join(folder, "train")], [os.path.join(folder, "test")], os.path.join(folder, "meta")
 
 
-def read_cifar(filenames: list[str], cifar_classnum: int) -> list[list]:
+def read_cifar(filenames: list[str], cifar_classnum: int) -> list[list[Any]]:
     """All ``[image HWC uint8, int label]`` of the pickles, in file order."""
     ret = []
     for fname in filenames:
@@ -90,8 +92,8 @@ class CifarBase(RNGDataFlow):
             if not os.path.isfile(f):
                 raise FileNotFoundError(f"Cifar{cifar_classnum}: missing file {f} (the folder {folder} "
                                         "of the python version of CIFAR is incomplete)")
-        with open(meta_file, "rb") as f:
-            meta = pickle.load(f)
+        with open(meta_file, "rb") as meta_f:
+            meta = pickle.load(meta_f)
         self._label_names = meta["label_names" if cifar_classnum == 10 else "fine_label_names"]
         self.train_or_test = train_or_test
         self.data = read_cifar(self.fs, cifar_classnum)
@@ -100,7 +102,7 @@ class CifarBase(RNGDataFlow):
     def __len__(self) -> int:
         return len(self.data)
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[list[Any]]:
         idxs = np.arange(len(self.data))
         if self.shuffle:
             self._require_rng().shuffle(idxs)

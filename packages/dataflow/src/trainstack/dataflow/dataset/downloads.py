@@ -13,6 +13,7 @@ import urllib.error
 import urllib.request
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import tqdm
 
@@ -43,7 +44,7 @@ class ChecksumError(OSError):
     """A downloaded file's size or checksum is not the published one."""
 
 
-def _urlopen(url: str, timeout: float = 60.0):
+def _urlopen(url: str, timeout: float = 60.0) -> Any:
     """The opener :func:`download` uses (tests replace it)."""
     return urllib.request.urlopen(url, timeout=timeout)
 

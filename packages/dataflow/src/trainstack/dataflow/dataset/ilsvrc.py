@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import logging
 import os
+from collections.abc import Iterator
+from typing import Any
 
 import numpy as np
 
@@ -123,7 +125,7 @@ class ILSVRC12Files(RNGDataFlow):
     def __len__(self) -> int:
         return len(self.imglist)
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[list[Any]]:
         idxs = np.arange(len(self.imglist))
         if self.shuffle:
             self._require_rng().shuffle(idxs)
@@ -145,7 +147,7 @@ class ILSVRC12(ILSVRC12Files):
         _optional.cv2("ILSVRC12")
         super().__init__(dir, name, meta_dir, shuffle, dir_structure)
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[list[Any]]:
         cv2 = _optional.cv2("ILSVRC12")
         for fname, label in super().__iter__():
             im = cv2.imread(fname, cv2.IMREAD_COLOR)

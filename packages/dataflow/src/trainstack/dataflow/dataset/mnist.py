@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import gzip
 import os
+from collections.abc import Iterator
+from typing import Any
 
 import numpy as np
 
@@ -22,7 +24,7 @@ _SPLIT_FILES = {"train": ("train-images-idx3-ubyte.gz", "train-labels-idx1-ubyte
                 "test": ("t10k-images-idx3-ubyte.gz", "t10k-labels-idx1-ubyte.gz")}
 
 
-def _read_header(stream, filename: str, magic: int, count: int) -> list[int]:
+def _read_header(stream: Any, filename: str, magic: int, count: int) -> list[int]:
     header = stream.read(4 * (count + 1))
     if len(header) != 4 * (count + 1):
         raise ValueError(f"MNIST file {filename} is truncated: {len(header)} header bytes")
@@ -92,7 +94,7 @@ class Mnist(RNGDataFlow):
     def __len__(self) -> int:
         return self.images.shape[0]
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[list[Any]]:
         idxs = list(range(len(self)))
         if self.shuffle:
             self._require_rng().shuffle(idxs)

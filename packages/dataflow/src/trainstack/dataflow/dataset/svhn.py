@@ -6,6 +6,8 @@ Datapoints ``[image, label]``: a 32x32x3 uint8 image and a uint8 label in 0..9 (
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
+from typing import Any
 
 import numpy as np
 
@@ -29,7 +31,7 @@ class SVHNDigit(RNGDataFlow):
     the directory), so building the same split twice reads it once.
     """
 
-    _Cache: dict = {}
+    _Cache: dict[Any, tuple[np.ndarray, np.ndarray]] = {}
 
     def __init__(self, name: str, data_dir: str | None = None, shuffle: bool = True) -> None:
         """
@@ -63,7 +65,7 @@ class SVHNDigit(RNGDataFlow):
     def __len__(self) -> int:
         return self.X.shape[0]
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[list[Any]]:
         idxs = np.arange(self.X.shape[0])
         if self.shuffle:
             self._require_rng().shuffle(idxs)

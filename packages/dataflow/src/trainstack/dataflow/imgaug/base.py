@@ -172,7 +172,7 @@ class ImageAugmentor:
             raise NotImplementedError(f"{type(self).__name__} must implement get_transform(img) (or, in the "
                                       "old style, _get_augment_params(img) and _augment(img, params))")
         return TransformFactory(name="LegacyConversion -- " + str(self),
-                                apply_image=lambda img: self._augment(img, p),  # type: ignore[attr-defined]
+                                apply_image=lambda img: self._augment(img, p),
                                 apply_coords=lambda coords: legacy_augment_coords(coords, p))
 
     def augment(self, img: np.ndarray) -> np.ndarray:

@@ -26,6 +26,9 @@ class ColorSpace(PhotometricAugmentor):
     """``cv2.cvtColor(img, mode)``; with ``keepdims``, a channel axis OpenCV drops (a
     conversion to one channel) is put back."""
 
+    mode: int
+    keepdims: bool
+
     def __init__(self, mode: int, keepdims: bool = True) -> None:
         super().__init__()
         self._init(locals())

@@ -23,6 +23,8 @@ def _check_fits(owner: str, shape: Any, crop_shape: Any) -> None:
 class RandomCrop(ImageAugmentor):
     """Crop ``crop_shape`` ((h, w) or an int) at a random place: ``rng.randint`` for y, then x."""
 
+    crop_shape: Any
+
     def __init__(self, crop_shape: Any) -> None:
         crop_shape = shape2d("RandomCrop", "crop_shape", crop_shape)
         crop_shape = (int(crop_shape[0]), int(crop_shape[1]))
@@ -40,6 +42,8 @@ class RandomCrop(ImageAugmentor):
 class CenterCrop(ImageAugmentor):
     """Crop ``crop_shape`` ((h, w) or an int) at the center."""
 
+    crop_shape: Any
+
     def __init__(self, crop_shape: Any) -> None:
         crop_shape = shape2d("CenterCrop", "crop_shape", crop_shape)
         self._init(locals())
@@ -55,6 +59,11 @@ class CenterCrop(ImageAugmentor):
 class RandomCropRandomShape(ImageAugmentor):
     """Crop a random (h, w) from [hmin, hmax] x [wmin, wmax] (max None: the image's) at a
     random place."""
+
+    wmin: int
+    hmin: int
+    wmax: int | None
+    hmax: int | None
 
     def __init__(self, wmin: int, hmin: int, wmax: int | None = None, hmax: int | None = None,
                  max_aspect_ratio: float | None = None) -> None:
@@ -85,6 +94,11 @@ class GoogleNetRandomCropAndResize(ImageAugmentor):
     """The Inception crop ("Going Deeper with Convolutions", as in fb.resnet.torch): a random
     crop of 8%-100% of the area and aspect ratio 3/4-4/3, resized to ``target_shape`` squared;
     after 10 failed draws, ResizeShortestEdge and CenterCrop."""
+
+    crop_area_fraction: tuple[float, float]
+    aspect_ratio_range: tuple[float, float]
+    target_shape: int
+    interp: int
 
     def __init__(self, crop_area_fraction: tuple[float, float] = (0.08, 1.),
                  aspect_ratio_range: tuple[float, float] = (0.75, 1.333),
@@ -119,6 +133,10 @@ class RandomCutout(ImageAugmentor):
     """Cutout (arXiv 1708.04552): fill a random rectangle with ``fill``; its height and width
     are ints, or drawn from [low, high) ranges (a range fails in tensorpack 0.11, which draws
     ``randint(range)``; trainstack draws ``randint(low, high)``)."""
+
+    h_range: Any
+    w_range: Any
+    fill: float
 
     def __init__(self, h_range: Any, w_range: Any, fill: float = 0.) -> None:
         super().__init__()

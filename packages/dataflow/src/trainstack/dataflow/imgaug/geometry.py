@@ -23,6 +23,11 @@ class Shift(ImageAugmentor):
     """Shift by a random whole number of pixels, up to ``horiz_frac`` of the width and
     ``vert_frac`` of the height."""
 
+    horiz_frac: float
+    vert_frac: float
+    border: int
+    border_value: Any
+
     def __init__(self, horiz_frac: float = 0, vert_frac: float = 0, border: int = BORDER_REPLICATE,
                  border_value: Any = 0) -> None:
         if not (horiz_frac < 1.0 and vert_frac < 1.0):
@@ -42,6 +47,13 @@ class Shift(ImageAugmentor):
 class Rotation(ImageAugmentor):
     """Rotate by a random angle in [-max_deg, max_deg] (a multiple of ``step_deg`` when given)
     around a random center (fractions of the size in ``center_range``)."""
+
+    max_deg: float
+    center_range: tuple[float, float]
+    interp: int
+    border: int
+    step_deg: float | None
+    border_value: Any
 
     def __init__(self, max_deg: float, center_range: tuple[float, float] = (0, 1), interp: int = INTER_LINEAR,
                  border: int = BORDER_REPLICATE, step_deg: float | None = None, border_value: Any = 0) -> None:
@@ -63,6 +75,10 @@ class Rotation(ImageAugmentor):
 class RotationAndCropValid(ImageAugmentor):
     """Rotate around the center, then crop the largest rectangle without border (so the
     output shapes vary)."""
+
+    max_deg: float
+    interp: int
+    step_deg: float | None
 
     def __init__(self, max_deg: float, interp: int = INTER_LINEAR, step_deg: float | None = None) -> None:
         _check_step("RotationAndCropValid", max_deg, step_deg)
@@ -111,6 +127,14 @@ class Affine(ImageAugmentor):
     to ``translate_frac`` (x, y) of the size, rotation up to ``rotate_max_deg``, shear up to
     ``shear`` degrees. Draws in that order."""
 
+    scale: tuple[float, float] | None
+    translate_frac: tuple[float, float] | None
+    rotate_max_deg: float
+    shear: float
+    interp: int
+    border: int
+    border_value: Any
+
     def __init__(self, scale: tuple[float, float] | None = None, translate_frac: tuple[float, float] | None = None,
                  rotate_max_deg: float = 0.0, shear: float = 0.0, interp: int = INTER_LINEAR,
                  border: int = BORDER_REPLICATE, border_value: Any = 0) -> None:
@@ -138,7 +162,7 @@ class Affine(ImageAugmentor):
             cos_shear = math.cos(math.radians(shear))
         else:
             sin_shear, cos_shear = 0.0, 1.0
-        center = (img.shape[1::-1] * np.array((0.5, 0.5))) - 0.5
+        center = (np.array(img.shape[1::-1]) * np.array((0.5, 0.5))) - 0.5
         deg = self._rand_range(-self.rotate_max_deg, self.rotate_max_deg)
         # float(): OpenCV 5 refuses 0-d arrays as numbers (the float32 values convert exactly)
         m = cv2("Affine").getRotationMatrix2D(tuple(center), float(deg), float(scale))

@@ -42,6 +42,9 @@ class Hue(PhotometricAugmentor):
     """Add a random hue offset from ``range`` (in OpenCV's half-degrees, so at most
     [-90, 90]) to an RGB (``rgb``) or BGR image, through HSV."""
 
+    range: Sequence[float]
+    rgb: Any
+
     def __init__(self, range: Sequence[float] = (0, 180), rgb: bool = True) -> None:  # noqa: A002 - tensorpack's
         super().__init__()
         rgb = bool(rgb)
@@ -65,6 +68,9 @@ class Brightness(PhotometricAugmentor):
     """Add a random value from [-delta, delta]; clip to [0, 255] when ``clip`` (always for
     uint8 images)."""
 
+    delta: float
+    clip: bool
+
     def __init__(self, delta: float, clip: bool = True) -> None:
         super().__init__()
         if not delta > 0:
@@ -84,6 +90,9 @@ class Brightness(PhotometricAugmentor):
 class BrightnessScale(PhotometricAugmentor):
     """Multiply by a random factor from ``range`` (low, high); clip as :class:`Brightness`."""
 
+    range: Sequence[float]
+    clip: bool
+
     def __init__(self, range: Sequence[float], clip: bool = True) -> None:  # noqa: A002 - tensorpack's
         super().__init__()
         self._init(locals())
@@ -101,6 +110,10 @@ class BrightnessScale(PhotometricAugmentor):
 class Contrast(PhotometricAugmentor):
     """``x = (x - mean) * r + mean`` with ``r`` drawn from ``factor_range``; the mean is per
     channel (``rgb=None``) or that of the grey image (``rgb`` True/False: RGB/BGR input)."""
+
+    factor_range: Sequence[float]
+    rgb: bool | None
+    clip: bool
 
     def __init__(self, factor_range: Sequence[float], rgb: bool | None = None, clip: bool = True) -> None:
         super().__init__()
@@ -130,6 +143,8 @@ class MeanVarianceNormalize(PhotometricAugmentor):
     """``(x - mean) / max(std, 1 / sqrt(x.size))`` over all channels (``all_channel``) or per
     channel; always returns float32."""
 
+    all_channel: bool
+
     def __init__(self, all_channel: bool = True) -> None:
         self._init(locals())
 
@@ -150,6 +165,10 @@ class GaussianBlur(PhotometricAugmentor):
     (0: OpenCV's default for the window); the same for x and y when ``symmetric``.
     ``max_size`` is tensorpack's deprecated spelling of ``size_range=(0, max_size)``."""
 
+    size_range: Any
+    sigma_range: Sequence[float]
+    symmetric: bool
+
     def __init__(self, size_range: Any = (0, 3), sigma_range: Sequence[float] = (0, 0), symmetric: bool = True,
                  max_size: int | None = None) -> None:
         super().__init__()
@@ -165,7 +184,7 @@ class GaussianBlur(PhotometricAugmentor):
 
     def _get_augment_params(self, img: np.ndarray) -> Any:
         size_xy = self.rng.randint(self.size_range[0], self.size_range[1], size=(2,)) * 2 + 1
-        sigma_xy = self._rand_range(*self.sigma_range, size=(2,))
+        sigma_xy = self._rand_range(*self.sigma_range, size=(2,))  # type: ignore[misc]  # (low, high)
         if self.symmetric:
             size_xy[1] = size_xy[0]
             sigma_xy[1] = sigma_xy[0]
@@ -182,6 +201,8 @@ class Gamma(PhotometricAugmentor):
     """Gamma correction ``255 * (x / 255) ** (1 / (1 + g))`` with ``g`` drawn from ``range``,
     through a uint8 lookup table (so the input is clipped to [0, 255] and rounded down first);
     the result has the input's dtype."""
+
+    range: Sequence[float]
 
     def __init__(self, range: Sequence[float] = (-0.5, 0.5)) -> None:  # noqa: A002 - tensorpack's
         super().__init__()
@@ -203,6 +224,9 @@ class Gamma(PhotometricAugmentor):
 class Clip(PhotometricAugmentor):
     """Clip pixel values to [min, max]."""
 
+    min: float
+    max: float
+
     def __init__(self, min: float = 0, max: float = 255) -> None:  # noqa: A002 - tensorpack's
         self._init(locals())
 
@@ -213,6 +237,10 @@ class Clip(PhotometricAugmentor):
 class Saturation(PhotometricAugmentor):
     """Blend with the grey image by a random factor ``1 + u``, ``u`` in [-alpha, alpha]
     (fb.resnet.torch's saturation jitter) for an HxWx3 RGB (``rgb``) or BGR image."""
+
+    alpha: float
+    rgb: Any
+    clip: bool
 
     def __init__(self, alpha: float = 0.4, rgb: bool = True, clip: bool = True) -> None:
         super().__init__()
@@ -237,6 +265,11 @@ class Lighting(PhotometricAugmentor):
     """AlexNet's PCA lighting noise (as in fb.resnet.torch): add ``eigvec @ (a * eigval)`` to
     every pixel, ``a`` ~ N(0, std^2) per component; ``eigval`` (3,) and ``eigvec`` 3x3 (one
     eigenvector per column) describe the dataset's colours."""
+
+    std: float
+    eigval: Any
+    eigvec: Any
+    clip: bool
 
     def __init__(self, std: float, eigval: Any, eigvec: Any, clip: bool = True) -> None:
         super().__init__()
@@ -263,6 +296,10 @@ class Lighting(PhotometricAugmentor):
 class MinMaxNormalize(PhotometricAugmentor):
     """Scale linearly to [min, max], over all channels (``all_channel``) or per channel;
     always returns float32."""
+
+    min: float
+    max: float
+    all_channel: bool
 
     def __init__(self, min: float = 0, max: float = 255, all_channel: bool = True) -> None:  # noqa: A002
         self._init(locals())

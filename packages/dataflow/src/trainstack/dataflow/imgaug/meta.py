@@ -30,6 +30,9 @@ class Identity(ImageAugmentor):
 class RandomApplyAug(ImageAugmentor):
     """``aug`` with probability ``prob`` (one ``rng.rand()`` per image), else nothing."""
 
+    aug: ImageAugmentor
+    prob: float
+
     def __init__(self, aug: ImageAugmentor, prob: float) -> None:
         _check_aug("RandomApplyAug", aug)
         check_number("RandomApplyAug", "prob", prob, minimum=0)
@@ -50,6 +53,9 @@ class RandomApplyAug(ImageAugmentor):
 class RandomChooseAug(ImageAugmentor):
     """One augmentor of ``aug_lists`` per image: uniformly, or by the probabilities of
     ``(augmentor, probability)`` pairs."""
+
+    aug_lists: Any
+    prob: Any
 
     def __init__(self, aug_lists: Sequence[Any]) -> None:
         if not isinstance(aug_lists, (list, tuple)) or not aug_lists:
@@ -78,6 +84,8 @@ class RandomChooseAug(ImageAugmentor):
 class RandomOrderAug(ImageAugmentor):
     """The augmentors in a random order (each decides on the input image, so they should not
     change its shape)."""
+
+    aug_lists: Sequence[ImageAugmentor]
 
     def __init__(self, aug_lists: Sequence[ImageAugmentor]) -> None:
         if not isinstance(aug_lists, (list, tuple)):

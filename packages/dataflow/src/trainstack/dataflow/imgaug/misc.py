@@ -21,6 +21,9 @@ logger = logging.getLogger("trainstack.dataflow")
 class Flip(ImageAugmentor):
     """Flip horizontally (``horiz``) or vertically (``vert``) with probability ``prob``."""
 
+    horiz: bool
+    prob: float
+
     def __init__(self, horiz: bool = False, vert: bool = False, prob: float = 0.5) -> None:
         super().__init__()
         if horiz and vert:
@@ -40,6 +43,9 @@ class Flip(ImageAugmentor):
 class Resize(ImageAugmentor):
     """Resize to ``shape`` ((h, w), or an int for a square) with OpenCV interpolation ``interp``."""
 
+    shape: Any
+    interp: int
+
     def __init__(self, shape: Any, interp: int = INTER_LINEAR) -> None:
         shape = tuple(shape2d("Resize", "shape", shape))
         self._init(locals())
@@ -50,6 +56,9 @@ class Resize(ImageAugmentor):
 
 class ResizeShortestEdge(ImageAugmentor):
     """Resize so that the shorter side is ``size``, keeping the aspect ratio."""
+
+    size: Any
+    interp: int
 
     def __init__(self, size: int, interp: int = INTER_LINEAR) -> None:
         size = check_int("ResizeShortestEdge", "size", int(size) if isinstance(size, float) else size, minimum=1)
@@ -69,6 +78,12 @@ class RandomResize(ImageAugmentor):
     """Resize to a random width and height: ``xrange``/``yrange`` are (min, max) scale factors
     (floats) or sizes in pixels (ints); ``minimum`` (x, y) pixels; a draw that changes the
     aspect ratio by ``aspect_ratio_thres`` or more is drawn again (up to 50 times; 0 keeps it)."""
+
+    xrange: Any
+    yrange: Any
+    minimum: Any
+    aspect_ratio_thres: float
+    interp: int
 
     def __init__(self, xrange: Any, yrange: Any = None, minimum: Any = (0, 0), aspect_ratio_thres: float = 0.15,
                  interp: int = INTER_LINEAR) -> None:

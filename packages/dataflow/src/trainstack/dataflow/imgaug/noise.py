@@ -17,6 +17,8 @@ class JpegNoise(PhotometricAugmentor):
     """Encode as JPEG with a random quality from [low, high) of ``quality_range`` and decode
     again (as a 3-channel image, like tensorpack), keeping the dtype."""
 
+    quality_range: Sequence[int]
+
     def __init__(self, quality_range: Sequence[int] = (40, 100)) -> None:
         super().__init__()
         self._init(locals())
@@ -38,6 +40,9 @@ class GaussianNoise(PhotometricAugmentor):
     """Add N(0, sigma^2) noise to every element (one ``rng.randn`` of the image's shape);
     clip to [0, 255] when ``clip`` (always for uint8), keeping the dtype."""
 
+    sigma: float
+    clip: bool
+
     def __init__(self, sigma: float = 1, clip: bool = True) -> None:
         super().__init__()
         self._init(locals())
@@ -57,6 +62,9 @@ class SaltPepperNoise(PhotometricAugmentor):
     """Set each element (each channel separately) to 255 with probability ``white_prob`` and
     to 0 with probability ``black_prob`` (one uniform draw of the image's shape). Changes the
     image in place, as tensorpack does (the ``AugmentImage*`` dataflows copy it first)."""
+
+    white_prob: float
+    black_prob: float
 
     def __init__(self, white_prob: float = 0.05, black_prob: float = 0.05) -> None:
         if not white_prob + black_prob <= 1:

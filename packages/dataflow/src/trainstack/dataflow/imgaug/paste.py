@@ -55,6 +55,9 @@ class CenterPaste(ImageAugmentor):
     """Paste the image at the center of a canvas of (h, w) ``background_shape`` made by
     ``background_filler`` (default: zeros)."""
 
+    background_shape: Sequence[int]
+    background_filler: Any
+
     def __init__(self, background_shape: Sequence[int], background_filler: BackgroundFiller | None = None) -> None:
         if background_filler is None:
             background_filler = ConstantBackgroundFiller(0)
@@ -85,7 +88,7 @@ class RandomPaste(CenterPaste):
         loc = int(x0), int(y0)
         return TransformFactory(name=str(self), apply_image=lambda img: self._impl(img, loc))
 
-    def _impl(self, img: np.ndarray, loc: tuple[int, int] | None = None) -> np.ndarray:  # type: ignore[override]
+    def _impl(self, img: np.ndarray, loc: tuple[int, int] | None = None) -> np.ndarray:
         if loc is None:
             return super()._impl(img)
         x0, y0 = loc

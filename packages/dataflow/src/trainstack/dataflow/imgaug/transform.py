@@ -60,6 +60,12 @@ def _keep_channel_axis(img: np.ndarray, ret: np.ndarray) -> np.ndarray:
 class ResizeTransform(Transform):
     """Resize an (h, w) image to (new_h, new_w) with OpenCV interpolation ``interp``."""
 
+    h: int
+    w: int
+    new_h: int
+    new_w: int
+    interp: int
+
     def __init__(self, h: int, w: int, new_h: int, new_w: int, interp: int) -> None:
         super().__init__()
         self._init(locals())
@@ -80,6 +86,11 @@ class ResizeTransform(Transform):
 class CropTransform(Transform):
     """Crop the (h, w) sub-image whose top-left corner is (y0, x0)."""
 
+    y0: int
+    x0: int
+    h: int
+    w: int
+
     def __init__(self, y0: int, x0: int, h: int, w: int) -> None:
         super().__init__()
         self._init(locals())
@@ -95,6 +106,12 @@ class CropTransform(Transform):
 
 class WarpAffineTransform(Transform):
     """``cv2.warpAffine`` with the 2x3 matrix ``mat`` into an image of size ``dsize`` (w, h)."""
+
+    mat: np.ndarray
+    dsize: Any
+    interp: int
+    borderMode: int
+    borderValue: Any
 
     def __init__(self, mat: np.ndarray, dsize: Any, interp: int = INTER_LINEAR,
                  borderMode: int = BORDER_CONSTANT, borderValue: Any = 0) -> None:  # noqa: N803 - tensorpack's
@@ -113,6 +130,10 @@ class WarpAffineTransform(Transform):
 
 class FlipTransform(Transform):
     """Flip an (h, w) image horizontally (``horiz``) or vertically."""
+
+    h: int
+    w: int
+    horiz: bool
 
     def __init__(self, h: int, w: int, horiz: bool = True) -> None:
         self._init(locals())

@@ -106,7 +106,7 @@ class DataParallelInferenceRunner(InferenceRunner):
                 done += k
                 bar.update(k)
             while done < self._size:  # the rest of the pass, one batch at a time
-                self._run_towers(self._infer_one, done)
+                self._run_towers(self._infer_one, done)  # type: ignore[arg-type]  # made when a rest remains
                 done += 1
                 bar.update(1)
         self._report()

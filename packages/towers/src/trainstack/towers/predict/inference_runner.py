@@ -192,6 +192,7 @@ class InferenceRunner(Callback):
 
     # -- running --------------------------------------------------------------------------------
     def _before_train(self) -> None:
+        assert self._input_callbacks is not None
         self._input_callbacks.before_train()
         logger.info("%s: will run %d batches at each trigger.", self.name, self._size)
 
@@ -213,6 +214,7 @@ class InferenceRunner(Callback):
         an input that ends or fails mid-pass raises an InputError naming it."""
         group = self._input_callbacks
         ctx = RunContext(self.trainer, step, ())
+        assert group is not None
         names, feeds, plan = group.before_run(ctx)
         if names:
             raise TypeError(f"{self.name}: callbacks of input {self.input.name} asked to fetch {names} "
@@ -240,6 +242,7 @@ class InferenceRunner(Callback):
 
     def _report(self) -> None:
         monitors = self.trainer.monitors
+        assert monitors is not None
         for inf in self.infs:
             for stat, value in inf.after_inference().items():
                 self._claim_stat(stat, inf)

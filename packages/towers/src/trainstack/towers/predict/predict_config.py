@@ -128,8 +128,8 @@ def _restored(init: SessionInit) -> set[str] | None:
     """Names of the variables ``init`` set (or skipped on request); None when it sets none."""
     if isinstance(init, ChainInit):
         parts = [_restored(i) for i in init.inits]
-        parts = [p for p in parts if p is not None]
-        return set().union(*parts) if parts else None
+        found = [p for p in parts if p is not None]
+        return set().union(*found) if found else None
     report = init.report
     if report is None:
         return None

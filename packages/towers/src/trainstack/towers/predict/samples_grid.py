@@ -107,11 +107,13 @@ class GeneratorSamplesGrid(Callback):
 
     def _trigger(self) -> None:
         inputs = self._fixed if self._fixed is not None else self._check_inputs(
-            self._sampler(self.num_samples), f"what sampler({self.num_samples}) returned")
+            self._sampler(self.num_samples),  # type: ignore[misc]  # a sampler when no fixed inputs
+            f"what sampler({self.num_samples}) returned")
         (outputs,) = self.predictor(*inputs)
         grid = stack_patches(self._to_images(outputs), self.nr_row, self.nr_col, border=self.border,
                              bgcolor=self.bgcolor)
         self.last_grid = grid
+        assert self.trainer.monitors is not None
         self.trainer.monitors.put_image(self.tag, grid)
 
     # -- checks -----------------------------------------------------------------------------------
@@ -129,6 +131,7 @@ class GeneratorSamplesGrid(Callback):
             raise ValueError(f"GeneratorSamplesGrid: {what} must be batches of the same number of samples, "
                              f"got first dimensions {lengths}")
         n = next(iter(lengths.values()))
+        assert n is not None  # refused above
         if not 1 <= n <= self.num_samples:
             raise ValueError(f"GeneratorSamplesGrid: {what} hold {n} samples; a {self.nr_row}x{self.nr_col} "
                              f"grid shows 1 to {self.num_samples}")

@@ -171,6 +171,7 @@ class TrainConfig:
         try:
             if self.dataflow is not None:
                 return dataflow_size(self.dataflow, "TrainConfig's dataflow")
+            assert self.data is not None
             return int(self.data.size())
         except InputError as e:
             raise ValueError(f"TrainConfig cannot default steps_per_epoch to the input's size: {e}. "
@@ -178,7 +179,7 @@ class TrainConfig:
 
     def __repr__(self) -> str:
         source = (f"dataflow={type(self.dataflow).__name__}" if self.dataflow is not None
-                  else f"data={self.data.name}")
+                  else f"data={self.data.name}")  # type: ignore[union-attr]  # one of the two is set
         return (f"{type(self).__name__}({source}, model={type(self.model).__name__}, "
                 f"starting_epoch={self.starting_epoch}, steps_per_epoch={self.steps_per_epoch}, "
                 f"max_epoch={self.max_epoch})")
@@ -252,9 +253,10 @@ class AutoResumeTrainConfig(TrainConfig):
                                "the run starts from the given arguments.", logdir)
             super().__init__(**kwargs)
             return
+        assert logdir is not None  # it holds the checkpoint
         resume_weights = always_resume or "session_init" not in kwargs
         resume_position = always_resume or "starting_epoch" not in kwargs
-        inits = []
+        inits: list[SessionInit] = []
         if resume_weights:
             _log_override(kwargs, "session_init", f"the weights of {checkpoint}")
             inits.append(CheckpointInit(checkpoint, resume=True))

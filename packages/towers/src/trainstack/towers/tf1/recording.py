@@ -597,6 +597,7 @@ def minimize(optimizer: Any, loss: Any, var_list: Sequence[Any] | None = None, n
             "tensor built by a tower function under a TowerContext in a TowerTrainer subclass's "
             "__init__ (tensorpack's graph building), or tf.add_n of such tensors; for example:\n"
             + SUPPORTED_FORM)
+    assert recorder is not None  # it recorded the loss
     variables = list(var_list) if var_list is not None else _tower_variables(recorder, recorded.towers[0])
     if not variables:
         raise GraphBuildError(f"minimize(): var_list is empty for loss {recorded.name}")

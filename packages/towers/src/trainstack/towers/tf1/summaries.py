@@ -199,8 +199,8 @@ def _refusing(message: str, fn: str, **fields: Any) -> Callable[..., Any]:
     return emulate
 
 
-_RECORDED_V1 = {"scalar": _v1_scalar, "image": _v1_image, "histogram": _v1_histogram, "text": _v1_text}
-_RECORDED_V2 = {"scalar": _v2_scalar, "image": _v2_image, "histogram": _v2_histogram, "text": _v2_text}
+_RECORDED_V1: dict[str, Callable[..., tuple[Any, ...]]] = {"scalar": _v1_scalar, "image": _v1_image, "histogram": _v1_histogram, "text": _v1_text}
+_RECORDED_V2: dict[str, Callable[..., tuple[Any, ...]]] = {"scalar": _v2_scalar, "image": _v2_image, "histogram": _v2_histogram, "text": _v2_text}
 
 PATCHES = (
     [Patch(lambda: tf.compat.v1.summary, fn, _recorded_call(fn, parse, tf1=True)) for fn, parse in _RECORDED_V1.items()]

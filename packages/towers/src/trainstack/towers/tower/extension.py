@@ -37,7 +37,7 @@ __all__ = ["TF1World", "register", "registered", "tracing", "constructing", "eag
 class TF1World(Protocol):
     """What the core asks of the TF1 room."""
 
-    def tracing(self, tower_func: Any, ctx: Any) -> ContextManager[None]:
+    def tracing(self, tower_func: Any, ctx: Any) -> ContextManager[Any]:
         """Entered around each build of a tower by ``tower_func`` under ``ctx``."""
 
     def constructing(self, trainer: Any) -> ContextManager[None]:
@@ -76,7 +76,7 @@ def registered() -> TF1World | None:
     return _world
 
 
-def tracing(tower_func: Any, ctx: Any) -> ContextManager[None]:
+def tracing(tower_func: Any, ctx: Any) -> ContextManager[Any]:
     return contextlib.nullcontext() if _world is None else _world.tracing(tower_func, ctx)
 
 

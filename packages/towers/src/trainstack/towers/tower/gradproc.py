@@ -152,7 +152,7 @@ class ScaleGradient(MapGradient):
         name = variable_name(var)
         for regex, mult in self.multipliers:
             if regex.match(name):
-                return _map_grad(grad, lambda g, m=mult: g * tf.cast(m, g.dtype))
+                return _map_grad(grad, lambda g, m=mult: g * tf.cast(m, g.dtype))  # type: ignore[misc]  # m: bound now
         return grad
 
     def _process(self, grads_and_vars: GradsAndVars) -> GradsAndVars:

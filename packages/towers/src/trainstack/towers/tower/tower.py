@@ -293,9 +293,9 @@ class TowerFunc:
             fn = fn.fn
         if not callable(fn):
             raise TypeError(f"a tower function must be callable, got {fn!r}")
-        self.fn = fn
+        self.fn: Callable[..., Any] = fn
         #: the owner given as ``owner=`` (a dict wrapped in a _DeclaredOwner), or None
-        self._declared_owner = _declare_owner(owner, fn)
+        self._declared_owner: Any = _declare_owner(owner, fn)
         self._signature = normalize_signature(input_signature)
         self.towers = TowerHandles()
         self._variables: list[tf.Variable] = []
@@ -629,8 +629,8 @@ def _keep(value: Any) -> Any:
         kept = [_keep(v) for v in value]
         return kept if kept and all(k is not None for k in kept) else None
     if isinstance(value, dict) and all(isinstance(k, str) for k in value):
-        kept = {k: _keep(v) for k, v in value.items()}
-        return kept if kept and all(v is not None for v in kept.values()) else None
+        kept_items = {k: _keep(v) for k, v in value.items()}
+        return kept_items if kept_items and all(v is not None for v in kept_items.values()) else None
     return None
 
 

@@ -119,9 +119,10 @@ class NonFiniteCheck:
             key += tf.argmin(tf.cast(oks, tf.int32), output_type=tf.int64)  # the first not finite
         self.first_key.assign(tf.minimum(self.first_key, tf.where(finite, tf.constant(_NONE, tf.int64), key)))
         if self.skip:
+            assert self.last_key is not None and self.count is not None  # made with skip=True
             self.last_key.assign(tf.maximum(self.last_key, tf.where(finite, tf.constant(-1, tf.int64), key)))
             self.count.assign_add(1 - tf.cast(finite, tf.int64))
-            self.summaries.flush(finite)
+            self.summaries.flush(finite)  # type: ignore[attr-defined]  # a _DeferredAverages with skip
 
     # -- on the host -------------------------------------------------------------------------------
     def first(self) -> tuple[int, str] | None:
@@ -234,7 +235,9 @@ class SkippedStepsReport(_NumberSteps):
         count = self.check.skipped()
         if count > self._seen:
             new, self._seen = count - self._seen, count
-            step, what = self.check.last()
+            last = self.check.last()
+            assert last is not None  # a step was skipped
+            step, what = last
             # several skipped steps in one call (steps_per_run): the record knows the last one
             others = f" ({new - 1} earlier step(s) of this call were skipped too)" if new > 1 else ""
             logger.warning("global step %d: %s was not finite (NaN or Inf); the step was skipped: the "
@@ -242,6 +245,7 @@ class SkippedStepsReport(_NumberSteps):
                            "%d step(s) skipped in this run.", step, what, others, count)
 
     def _trigger_epoch(self) -> None:
+        assert self.trainer.monitors is not None
         self.trainer.monitors.put_scalar("skipped_steps", self.check.skipped())
 
 

@@ -75,7 +75,7 @@ class LeastLoadedDeviceSetter:
             # the size is known once the initializer ran: run it once, outside any function being
             # traced, and create the variable there too (a function could not lift it)
             with tf.init_scope():
-                initial_value = kwargs["initial_value"] = initial_value()
+                initial_value = kwargs["initial_value"] = initial_value()  # type: ignore[misc]  # callable: lift
         if shape is None and initial_value is not None:
             shape = getattr(initial_value, "shape", None)
             if shape is None:

@@ -569,7 +569,7 @@ class SingleCostTrainer(TowerTrainer):
     # -- one step --------------------------------------------------------------------------------
     def run_step(self) -> None:
         if getattr(self.train_op, "multi_step", False):  # a TracedStep making several steps per call
-            self.hooked_run(self.train_op, self.loop.run_size)
+            self.hooked_run(self.train_op, self.loop.run_size)  # type: ignore[arg-type]  # a TracedStep
         else:
             super().run_step()
 
@@ -614,12 +614,12 @@ class SingleCostTrainer(TowerTrainer):
                  fetch_names: tuple[str, ...]) -> tuple[Any, dict[str, Any]]:
         k = self.num_towers
         micro = [tower_inputs[i:i + k] for i in range(0, len(tower_inputs), k)]
-        results = []
+        per_micro = []
         for m, inputs in enumerate(micro):
             # summaries are recorded once per step: by the last micro-batch's main tower
-            results.append(self._build_towers(inputs, record_summaries=m == len(micro) - 1))
-        named = results[0][0].cost  # the cost as the tower function named it (averaging renames it)
-        results = _average_micro_batches(results) if len(results) > 1 else results[0]
+            per_micro.append(self._build_towers(inputs, record_summaries=m == len(micro) - 1))
+        named = per_micro[0][0].cost  # the cost as the tower function named it (averaging renames it)
+        results = _average_micro_batches(per_micro) if len(per_micro) > 1 else per_micro[0]
         check = self._nonfinite
         if check is not None:
             check.begin([r.cost for r in results], named)

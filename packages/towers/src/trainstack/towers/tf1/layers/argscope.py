@@ -88,7 +88,7 @@ def enable_argscope_for_function(func: Callable, log_shape: bool = True) -> Call
             log_shape_once(kwargs.get("name", func.__name__), args[0], out[0] if isinstance(out, tuple) else out)
         return out
 
-    wrapped.__argscope_enabled__ = True
+    wrapped.__argscope_enabled__ = True  # type: ignore[attr-defined]  # a mark on the function
     return wrapped
 
 

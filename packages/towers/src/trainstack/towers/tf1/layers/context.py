@@ -82,4 +82,4 @@ def _shape(x: Any) -> str:
     if isinstance(x, (list, tuple)) and x:
         x = x[0]
     shape = getattr(x, "shape", None)
-    return str(shape.as_list()) if hasattr(shape, "as_list") else repr(shape)
+    return str(shape.as_list()) if shape is not None and hasattr(shape, "as_list") else repr(shape)

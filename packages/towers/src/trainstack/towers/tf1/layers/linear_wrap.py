@@ -39,7 +39,7 @@ class LinearWrap:
             raise AttributeError(layer_name)
         layer = get_registered_layer(layer_name)
         if layer is not None:
-            if layer.use_scope:
+            if layer.use_scope:  # type: ignore[attr-defined]  # set by layer_register
                 return lambda name, *args, **kwargs: LinearWrap(layer(name, self._t, *args, **kwargs))
 
             def call(*args: Any, **kwargs: Any) -> LinearWrap:

@@ -98,8 +98,8 @@ def layer_register(log_shape: bool = False, use_scope: bool | None = True) -> Ca
                     log_shape_once(scope.name, inputs, outputs)
             return outputs
 
-        wrapped.use_scope = use_scope
-        wrapped.__argscope_enabled__ = True
+        wrapped.use_scope = use_scope  # type: ignore[attr-defined]  # marks on the function
+        wrapped.__argscope_enabled__ = True  # type: ignore[attr-defined]
         _register(layer, wrapped)
         if layer == "Conv2DTranspose":
             _register("Deconv2D", wrapped)

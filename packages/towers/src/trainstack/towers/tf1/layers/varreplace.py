@@ -144,6 +144,7 @@ def freeze_variables(stop_gradient: bool = True, skip_collection: bool = False) 
             logger.warning("freeze_variables(): another custom getter returned %r for %s, not a variable; "
                            "it may still be trained", v, name)
         if trainable and stop_gradient:
+            assert name is not None
             v = tf.stop_gradient(v, name="freezed_" + name.replace("/", "_"))
         return v
 

@@ -34,6 +34,7 @@ import importlib
 import logging
 import os
 import sys
+import types
 import warnings
 from collections.abc import Sequence
 from typing import Any
@@ -151,6 +152,7 @@ def warn_deprecated(old: str, new: str) -> None:
 
 def _user_stacklevel() -> int:
     """warnings.warn's stacklevel, in warn_deprecated, of the first frame outside trainstack.towers."""
+    frame: types.FrameType | None
     frame, level = sys._getframe(1), 1  # noqa: SLF001 - only to attribute the warning to the user
     inside = _PACKAGE_DIR + os.sep
     while frame is not None and os.path.abspath(frame.f_code.co_filename).startswith(inside):
