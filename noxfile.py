@@ -348,7 +348,7 @@ def docs(session: nox.Session) -> None:
     reference is generated from the installed wheels' docstrings; the build runs the main job once
     for its figure (examples/digits_convnet.py, hence the `examples` extra), in about 30 s."""
     # the code blocks use what the tests use (the dataflow extras: LMDB, OpenCV, ...)
-    session.install(*TEST_TOOLS, *DOCS_TOOLS, *optional_requirements(META, "examples"),
+    session.install(*TEST_TOOLS, *DOCS_TOOLS, RUFF, *optional_requirements(META, "examples"),  # ruff: signatures
                     *dict.fromkeys(x for v in TEST_EXTRAS.values() for x in v))
     install_wheels(session, META)
     pytest(session, "trainstack", test_files("docs"))

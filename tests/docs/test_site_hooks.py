@@ -1,0 +1,115 @@
+"""The site's build hooks (docs/hooks/): the figure placeholders and the ``#:`` doc comments.
+
+The build itself (``mkdocs build --strict`` in the `docs` session) runs them on the real pages;
+these tests pin their rules on small inputs, and check the placeholders the pages use now without
+running the main job.
+"""
+from __future__ import annotations
+
+import importlib.util
+import re
+import sys
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+pytest.importorskip("mkdocs")
+pytest.importorskip("matplotlib")
+
+ROOT = Path(__file__).resolve().parents[2]
+HOOKS = ROOT / "docs" / "hooks"
+
+
+def _load(name: str) -> ModuleType:
+    spec = importlib.util.spec_from_file_location(f"docs_hooks_{name}", HOOKS / f"{name}.py")
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses look their module up there
+    spec.loader.exec_module(module)
+    return module
+
+
+plots = _load("plots")
+
+TABLE = """\
+# Numbers
+
+## Speed
+
+| contender | steps/s | time (ms) | / reference |
+|---|---|---|---|
+| `fast` | 120 (1.20x) | 28x28 | 1.20x |
+| slow | 80 (0.80x) | 30 | 0.80x |
+| missing | — | 31 | — |
+
+| setting | ratio |
+|---|---|
+| a | 1.5 |
+| b | 0.5 |
+
+## No ratios here
+
+| a | b |
+|---|---|
+| 1 | 2 |
+"""
+
+
+def test_ratio_columns_are_the_x_cells_and_the_ratio_headers() -> None:
+    speed = plots.sections(TABLE)["Speed"][1]
+    first, second = plots.tables(speed)
+    columns = plots.ratio_columns(first)
+    assert list(columns) == ["steps/s", "/ reference"]  # "28x28" is not a ratio
+    assert columns["steps/s"][:2] == [1.2, 0.8]
+    assert all(v != v for v in (columns["steps/s"][2], columns["/ reference"][2]))  # NaN: no value
+    assert plots.ratio_columns(second) == {"ratio": [1.5, 0.5]}
+
+
+def test_a_section_runs_to_the_next_heading_of_its_level() -> None:
+    found = plots.sections(TABLE)
+    assert len(plots.tables(found["Numbers"][1])) == 3
+    assert len(plots.tables(found["Speed"][1])) == 2
+    assert plots.ratio_columns(plots.tables(found["No ratios here"][1])[0]) == {}
+
+
+def test_one_figure_per_ratio_table_and_clear_errors(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    source = tmp_path / "README.md"
+    source.write_text(TABLE)
+    monkeypatch.setattr(plots, "ROOT", tmp_path)  # error messages name the file relative to it
+    figures = plots.benchmark_figures("Speed", "page.md", source)
+    assert [f.src_uri for f in figures] == ["assets/plots/benchmarks-speed-1.svg", "assets/plots/benchmarks-speed-2.svg"]
+    assert all(f.svg.lstrip().startswith(b"<?xml") for f in figures)
+    with pytest.raises(plots.PluginError, match='no such heading in README.md; its headings are "Numbers"'):
+        plots.benchmark_figures("Sped", "page.md", source)
+    with pytest.raises(plots.PluginError, match="none of the 1 tables under that heading has a ratio column"):
+        plots.benchmark_figures("No ratios here", "page.md", source)
+
+
+def test_unknown_placeholder_fails_naming_page_and_expected_forms() -> None:
+    with pytest.raises(plots.PluginError, match=r"docs/x\.md: unknown placeholder <!-- plot: main job -->; expected"):
+        plots._figures_for("main job", "x.md")
+
+
+def test_every_benchmarks_placeholder_of_the_docs_names_a_heading_with_ratio_tables() -> None:
+    wanted = sorted({m.group("spec") for page in (ROOT / "docs").rglob("*.md")
+                     for line in page.read_text(encoding="utf-8").splitlines()
+                     if (m := plots.PLACEHOLDER.match(line)) and m.group("spec").startswith("benchmarks")})
+    for spec in wanted:
+        match = plots.SPEC_BENCHMARKS.match(spec)
+        assert match, f"malformed placeholder <!-- plot: {spec} -->"
+        assert plots.benchmark_figures(match.group("heading"), "docs"), spec
+
+
+def test_doc_comments_document_a_run_of_assignments_and_roles_become_code() -> None:
+    pytest.importorskip("griffe")
+    comments = _load("doc_comments")
+    lines = ["x = 0", "", "#: tensorpack's older names", "A = B", "C = D", "", "E = 1",
+             "P = namedtuple('P', ['s'])", "P.__doc__ = 'A point.'"]
+    assert comments.doc_comment(lines, 4) == "tensorpack's older names"
+    assert comments.doc_comment(lines, 5) == "tensorpack's older names"
+    assert comments.doc_comment(lines, 7) is None
+    assert comments.doc_assignment(lines, "P", 8) == "A point."
+    text = "a :class:`~trainstack.loop.TrainLoop`, :func:`trainstack.towers.launch_train_with_config`"
+    assert comments.plain_roles(text) == "a `TrainLoop`, `trainstack.towers.launch_train_with_config`"
+    assert not re.search(r":\w+:`", comments.plain_roles(text))
