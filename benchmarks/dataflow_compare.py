@@ -164,9 +164,10 @@ def train_rate(make: Callable[[], tuple[Any, Callable[[], None]]], seconds: floa
     have passed."""
     import keras
     import tensorflow as tf
+    from _rounds import EpochClock
 
     from trainstack.inputs import QueueInput, TFDatasetInput
-    from trainstack.loop import Callback, StopTraining
+    from trainstack.loop import StopTraining
     from trainstack.towers import ModelDesc, SimpleTrainer, TrainConfig, launch_train_with_config
 
     class MLP(ModelDesc):
@@ -184,15 +185,9 @@ def train_rate(make: Callable[[], tuple[Any, Callable[[], None]]], seconds: floa
         def optimizer(self) -> Any:
             return keras.optimizers.SGD(0.01)
 
-    class Clock(Callback):
-        def __init__(self) -> None:
-            self.times: list[float] = []
-
-        def _before_epoch(self) -> None:
-            self._start = time.perf_counter()
-
+    class Clock(EpochClock):
         def _after_epoch(self) -> None:
-            self.times.append(time.perf_counter() - self._start)
+            super()._after_epoch()
             if sum(self.times[1:]) >= seconds:
                 raise StopTraining()
 
