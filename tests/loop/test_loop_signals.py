@@ -93,3 +93,33 @@ def test_handle_signals_must_be_a_bool():
     t = trainer()
     with pytest.raises(TypeError, match=r"main_loop\(handle_signals=...\) must be True or False, got 0"):
         t.train([], [], steps_per_epoch=1, max_epoch=1, handle_signals=0)
+
+
+def _sleep_then_exit() -> None:  # the forked child: a fork-based DataFlow worker's stand-in
+    import time
+    time.sleep(30)
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")
+def test_a_process_forked_during_training_ends_on_sigterm_as_before_training():
+    """tensorpack's workers fork when training starts (QueueInput resets the dataflow then): they
+    inherit the loop's handler, but terminate() must still end them, not log and carry on."""
+    import multiprocessing
+
+    exit_codes = []
+
+    class ForkAndTerminate(Callback):
+        def _before_train(self) -> None:
+            child = multiprocessing.get_context("fork").Process(target=_sleep_then_exit, daemon=True)
+            child.start()
+            child.terminate()  # SIGTERM
+            child.join(10)
+            exit_codes.append(child.exitcode)
+            if child.is_alive():
+                child.kill()
+                child.join()
+
+    t = trainer()
+    t.train([ForkAndTerminate()], [], steps_per_epoch=1, max_epoch=1)
+    assert exit_codes == [-signal.SIGTERM]  # without the pid check: None (still sleeping after 10 s)
+    assert t.loop.interrupted is None  # the child's signal did not stop the trainer

@@ -13,11 +13,16 @@ ignored (a scheduler's repeated request to stop), the first is being served.
 ``main_loop(..., handle_signals=False)`` (``train``, ``train_with_defaults``,
 ``TrainConfig(handle_signals=False)``) installs no handler: the process's own
 stay (see :meth:`Trainer.main_loop` for what is lost).
+
+A process forked while training runs (tensorpack's fork-based DataFlow workers,
+started when training starts) inherits the handlers but does not train: there a
+signal gets the handling it had before training, so ``terminate()`` still ends it.
 """
 from __future__ import annotations
 
 import contextlib
 import logging
+import os
 import signal
 import threading
 from collections.abc import Callable, Iterator
@@ -61,8 +66,12 @@ def interruptible(loop: TrainLoop, on_interrupt: Callable[[str], None] | None = 
         return
     on_interrupt = on_interrupt or (lambda name: stop_after_this_step(loop, name))
     received: list[str] = []
+    trainer_pid = os.getpid()
 
     def handle(signum: int, frame: Any) -> None:
+        if os.getpid() != trainer_pid:  # a process forked during training: the signal is its own
+            _handle_as_before(signum, frame, previous[signal.Signals(signum)])
+            return
         name = signal.Signals(signum).name
         if received:
             if signum == signal.SIGINT:
@@ -78,6 +87,17 @@ def interruptible(loop: TrainLoop, on_interrupt: Callable[[str], None] | None = 
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
+
+
+def _handle_as_before(signum: int, frame: Any, before: Any) -> None:
+    """Put ``before`` (what ``signal.signal`` returned when the loop installed its handler) back
+    for ``signum`` and serve this signal as it would have: call it, ignore it, or re-raise the
+    signal to get the default action (a SIGTERM ends the process)."""
+    signal.signal(signum, before if before is not None else signal.SIG_DFL)
+    if callable(before):
+        before(signum, frame)
+    elif before != signal.SIG_IGN:
+        os.kill(os.getpid(), signum)
 
 
 def stop_after_this_step(loop: TrainLoop, name: str, why: str = "received") -> None:
