@@ -116,9 +116,16 @@ class ImageAugmentor:
 
     def reset_state(self) -> None:
         """Make a new ``self.rng`` (:func:`~trainstack.dataflow.get_rng`: seeded from
-        :func:`~trainstack.dataflow.fix_rng_seed`'s seed when one is set). The dataflows that
-        augment (``AugmentImageComponent`` ...) call it from their own ``reset_state``."""
+        :func:`~trainstack.dataflow.fix_rng_seed`'s seed when one is set), then reset the
+        augmentors this one applies (:meth:`_sub_augmentors`). The dataflows that augment
+        (``AugmentImageComponent`` ...) call it from their own ``reset_state``."""
         self.rng = get_rng(self)
+        for aug in self._sub_augmentors():
+            aug.reset_state()
+
+    def _sub_augmentors(self) -> Sequence[ImageAugmentor]:
+        """The augmentors this one applies, which :meth:`reset_state` resets with it (none here)."""
+        return ()
 
     def _rand_range(self, low: float = 1.0, high: float | None = None, size: Any = None) -> Any:
         """A float32 drawn uniformly from [low, high) (from [0, low) without ``high``)."""
@@ -214,11 +221,8 @@ class AugmentorList(ImageAugmentor):
         self.augmentors = augmentors
         super().__init__()
 
-    def reset_state(self) -> None:
-        """A new ``rng`` for this list and each of its augmentors."""
-        super().reset_state()
-        for a in self.augmentors:
-            a.reset_state()
+    def _sub_augmentors(self) -> Sequence[ImageAugmentor]:
+        return self.augmentors
 
     def get_transform(self, img: np.ndarray) -> Any:
         check_dtype(img)

@@ -45,9 +45,8 @@ class RandomApplyAug(ImageAugmentor):
             return self.aug.get_transform(img)
         return NoOpTransform()
 
-    def reset_state(self) -> None:
-        super().reset_state()
-        self.aug.reset_state()
+    def _sub_augmentors(self) -> Sequence[ImageAugmentor]:
+        return (self.aug,)
 
 
 class RandomChooseAug(ImageAugmentor):
@@ -71,10 +70,8 @@ class RandomChooseAug(ImageAugmentor):
         self._init(locals())
         super().__init__()
 
-    def reset_state(self) -> None:
-        super().reset_state()
-        for a in self.aug_lists:
-            a.reset_state()
+    def _sub_augmentors(self) -> Sequence[ImageAugmentor]:
+        return self.aug_lists
 
     def get_transform(self, img: np.ndarray) -> Any:
         aug_idx = self.rng.choice(len(self.aug_lists), p=self.prob)
@@ -95,10 +92,8 @@ class RandomOrderAug(ImageAugmentor):
         self._init(locals())
         super().__init__()
 
-    def reset_state(self) -> None:
-        super().reset_state()
-        for a in self.aug_lists:
-            a.reset_state()
+    def _sub_augmentors(self) -> Sequence[ImageAugmentor]:
+        return self.aug_lists
 
     def get_transform(self, img: np.ndarray) -> Any:
         idxs = self.rng.permutation(len(self.aug_lists))
