@@ -16,77 +16,18 @@ monitors (TensorBoard events, ``stats.jsonl``, console), plus:
 An existing log directory is renamed with a timestamp (``backup``), never
 asked about. With the defaults it reaches about 1% validation error in well
 under a minute on two CPU cores. TensorFlow's C++ start-up messages are left
-out (see ``quiet_tensorflow_startup``); ``--verbose`` shows them, and
+out (``examples/quiet_startup.py``); ``--verbose`` shows them, and
 trainstack's DEBUG lines.
 """
 from __future__ import annotations
 
 import argparse
-import contextlib
 import logging
 import os
-import re
 import sys
-import tempfile
 import time
-from collections.abc import Iterator
 
-# an absl log line of TensorFlow's C++ code: "I0000 00:00:1795636910.445867   10531 port.cc:153] ..."
-_ABSL_LINE = re.compile(r"([IWEF])\d{4} [\d:.]+ +\d+ \S+:\d+\] (.*)")
-_ABSL_SEVERITY = {"I": 0, "W": 1, "E": 2, "F": 3}  # TF_CPP_MIN_LOG_LEVEL's numbers
-
-
-@contextlib.contextmanager
-def quiet_tensorflow_startup(enabled: bool = True) -> Iterator[None]:
-    """Leave TensorFlow's C++ start-up messages out of what the body prints to stderr.
-
-    ``TF_CPP_MIN_LOG_LEVEL`` (set to 2 unless the environment sets it) silences
-    TensorFlow's C++ INFO and WARNING lines, but not all of them: the oneDNN
-    notice and "Could not find cuda drivers" are logged while TensorFlow's
-    shared libraries load, before that setting is read, together with absl's
-    "All log messages before absl::InitializeLog()" banner. So the body (the
-    imports) runs with the process's stderr going to a file, the first device
-    query included (CUDA starts there and, on a machine without a GPU, logs a
-    "failed call to cuInit" error, which says no more than "no GPU"). Then the
-    file is written back without those lines: everything else (Python warnings,
-    TensorFlow's messages at or above the level) still shows, all of it does
-    if the body raises, and nothing is left out at level 0. (A crash that kills
-    the process takes the file with it; ``--verbose`` shows it all as it comes.)
-    """
-    if not enabled:
-        yield
-        return
-    level = os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2").strip()
-    min_level = int(level) if level.isdigit() else 0  # as TensorFlow reads it
-    sys.stderr.flush()
-    saved = os.dup(2)
-    with tempfile.TemporaryFile() as captured:
-        os.dup2(captured.fileno(), 2)
-        failed = True
-        try:
-            yield
-            if "tensorflow" in sys.modules:
-                sys.modules["tensorflow"].config.list_physical_devices("GPU")
-            failed = False
-        finally:
-            sys.stderr.flush()
-            os.dup2(saved, 2)
-            os.close(saved)
-            captured.seek(0)
-            lines = captured.read().decode(errors="replace").splitlines(keepends=True)
-            sys.stderr.write("".join(lines if failed else [x for x in lines if not _startup_chatter(x, min_level)]))
-            sys.stderr.flush()
-
-
-def _startup_chatter(line: str, min_level: int) -> bool:
-    """Whether ``line`` is one of the start-up lines ``quiet_tensorflow_startup`` leaves out."""
-    if min_level <= 0:  # TF_CPP_MIN_LOG_LEVEL=0: the user asked for everything
-        return False
-    if line.startswith("WARNING: All log messages before absl::InitializeLog() is called"):
-        return True
-    match = _ABSL_LINE.match(line)
-    return bool(match) and (_ABSL_SEVERITY[match[1]] < min_level or "failed call to cuInit" in match[2])
-
+from quiet_startup import quiet_tensorflow_startup  # examples/quiet_startup.py
 
 # TensorFlow's start-up messages are left out when this runs as the main job (not when a script
 # imports it for its model), unless --verbose

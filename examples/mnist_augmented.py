@@ -18,10 +18,12 @@ from __future__ import annotations
 
 import argparse
 import logging
-import os
 import time
 
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # TensorFlow's C++ start-up chatter
+from quiet_startup import quiet_tensorflow_startup  # noqa: E402 - examples/quiet_startup.py
+
+with quiet_tensorflow_startup(enabled=__name__ == "__main__"):  # TensorFlow's C++ start-up chatter
+    import tensorflow  # noqa: F401 - loaded here; the imports below find it loaded
 
 import keras  # noqa: E402
 import numpy as np  # noqa: E402

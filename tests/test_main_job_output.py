@@ -70,10 +70,10 @@ def test_verbose_shows_tensorflows_messages_and_the_debug_lines(tmp_path):
 def test_the_filter_leaves_out_only_the_start_up_chatter_below_the_level():
     """The main job's filter, line by line: what TF_CPP_MIN_LOG_LEVEL should have silenced goes,
     errors and Python's own lines stay, and level 0 keeps everything."""
-    spec = importlib.util.spec_from_file_location("digits_convnet_under_test", MAIN_JOB)
+    spec = importlib.util.spec_from_file_location("quiet_startup_under_test", MAIN_JOB.parent / "quiet_startup.py")
     module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)  # not __main__: nothing is captured on import
-    chatter = module._startup_chatter
+    spec.loader.exec_module(module)
+    chatter = module.startup_chatter
     banner = "WARNING: All log messages before absl::InitializeLog() is called are written to STDERR\n"
     info = "I0000 00:00:1795636910.445867   10531 port.cc:153] oneDNN custom operations are on.\n"
     warning = "W0000 00:00:1795636910.445867   10531 x.cc:1] something to know\n"
