@@ -95,8 +95,9 @@ def test_handle_signals_must_be_a_bool():
         t.train([], [], steps_per_epoch=1, max_epoch=1, handle_signals=0)
 
 
-def _sleep_then_exit() -> None:  # the forked child: a fork-based DataFlow worker's stand-in
+def _sleep_then_exit(started) -> None:  # the forked child: a fork-based DataFlow worker's stand-in
     import time
+    started.set()
     time.sleep(30)
 
 
@@ -110,8 +111,13 @@ def test_a_process_forked_during_training_ends_on_sigterm_as_before_training():
 
     class ForkAndTerminate(Callback):
         def _before_train(self) -> None:
-            child = multiprocessing.get_context("fork").Process(target=_sleep_then_exit, daemon=True)
+            context = multiprocessing.get_context("fork")
+            started = context.Event()
+            child = context.Process(target=_sleep_then_exit, args=(started,), daemon=True)
             child.start()
+            # a signal that lands while the child is still inside fork() is dropped by Python's
+            # after-fork clean-up, whatever the handler: terminate once the child runs its target
+            assert started.wait(10)
             child.terminate()  # SIGTERM
             child.join(10)
             exit_codes.append(child.exitcode)
