@@ -451,15 +451,7 @@ def send_frame(conn: Any, frame: bytes, buffers: list[memoryview]) -> None:
     views = [memoryview(header), memoryview(frame), *(v for v in buffers if v.nbytes)]
     i = 0
     while i < len(views):
-        n = os.writev(fd, views[i:i + _IOV_MAX])
-        while n:
-            size = views[i].nbytes
-            if n >= size:
-                n -= size
-                i += 1
-            else:
-                views[i] = views[i][n:]
-                n = 0
+        i = _advance(views, i, os.writev(fd, views[i:i + _IOV_MAX]))
 
 
 def recv_frame(conn: Any, *, peer: str) -> dict[str, Any]:
@@ -476,12 +468,18 @@ def recv_frame(conn: Any, *, peer: str) -> dict[str, Any]:
             n = os.readv(fd, views[i:i + _IOV_MAX])
             if n == 0:
                 raise EOFError(f"{peer} closed its end in the middle of a frame's arrays")
-            while n:
-                size = views[i].nbytes
-                if n >= size:
-                    n -= size
-                    i += 1
-                else:
-                    views[i] = views[i][n:]
-                    n = 0
+            i = _advance(views, i, n)
     return frame
+
+
+def _advance(views: list[memoryview], i: int, n: int) -> int:
+    """After a ``writev``/``readv`` of ``views[i:]`` moved ``n`` bytes: drop what was done (the
+    first partly done view is cut to its rest, in place) and return the index of the next view."""
+    while n:
+        size = views[i].nbytes
+        if n < size:
+            views[i] = views[i][n:]
+            break
+        n -= size
+        i += 1
+    return i
