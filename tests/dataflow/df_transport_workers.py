@@ -77,3 +77,28 @@ class LargeForever:
     def __iter__(self):
         while True:
             yield large_forever()
+
+
+class ArraysWithPid(Arrays):
+    """``Arrays``, each datapoint also naming the worker process that made it."""
+
+    def __iter__(self):
+        import os
+        for dp in super().__iter__():
+            yield {**dp, "pid": os.getpid()}
+
+
+class SlowForever:
+    """One small datapoint every ``delay`` seconds, forever."""
+
+    def __init__(self, delay: float) -> None:
+        self.delay = delay
+
+    def reset_state(self) -> None:
+        pass
+
+    def __iter__(self):
+        import time
+        while True:
+            time.sleep(self.delay)
+            yield [np.zeros(1)]

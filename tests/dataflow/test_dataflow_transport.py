@@ -1,13 +1,17 @@
 """The transport between the trainer and its worker processes: large arrays out of band (their
 bytes written from and read into the arrays, after the msgpack frame), several datapoints per
-frame for the map workers, and the frames a remote peer may not send."""
+frame for the map workers, MultiProcessRunner's reader threads (one per worker, up to
+``num_prefetch`` datapoints ahead), and the frames a remote peer may not send."""
 from __future__ import annotations
 
+import gc
 import multiprocessing as mp
 import os
 import signal
 import sys
 import threading
+import time
+from collections import defaultdict
 
 import numpy as np
 import pytest
@@ -15,10 +19,12 @@ import pytest
 from trainstack.dataflow import (
     DataFromList,
     FrameError,
+    InputError,
     InputWorkerError,
     MultiProcessDataFlow,
     MultiProcessMapData,
     MultiProcessRunner,
+    MultiProcessRunnerZMQ,
 )
 from trainstack.dataflow.codec import (
     OOB_MIN_BYTES,
@@ -148,5 +154,71 @@ def test_a_worker_killed_while_it_sends_large_arrays_is_an_input_worker_error():
             for _ in range(10_000):
                 next(it)
         assert not any(p.is_alive() for p in ds.workers)
+        assert reader_threads() == []
     finally:
         ds.close()
+
+
+def reader_threads() -> list[threading.Thread]:
+    return [t for t in threading.enumerate() if t.name.startswith("trainstack-dataflow-reader")]
+
+
+def test_the_runner_delivers_each_workers_datapoints_whole_once_and_in_that_workers_order():
+    with MultiProcessRunnerZMQ(helpers.ArraysWithPid(6), num_proc=2, hwm=2) as runner:
+        got = [dp for _ in range(4) for dp in runner]  # 4 passes of len(ds) = 6 datapoints
+        assert len(reader_threads()) == 2
+        pids = {p.pid for p in runner.workers}
+    assert len(got) == 24
+    by_worker = defaultdict(list)
+    for dp in got:
+        by_worker[dp.pop("pid")].append(dp["index"])
+        assert_same(dp, helpers.arrays(dp["index"]))
+    assert set(by_worker) <= pids
+    for indices in by_worker.values():  # each worker runs the whole dataflow, pass after pass
+        assert indices == [k % 6 for k in range(len(indices))]
+    assert reader_threads() == [] and mp.active_children() == []
+
+
+def test_the_readers_read_ahead_up_to_num_prefetch_datapoints_and_no_more():
+    with MultiProcessRunner(helpers.LargeForever(), num_prefetch=3, num_proc=2) as runner:
+        it = iter(runner)
+        next(it)
+        deadline = time.monotonic() + 30
+        while runner._readers._queue.qsize() < 3 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        time.sleep(0.3)  # the workers go on producing; the readers wait at the bound
+        assert runner._readers._queue.qsize() == 3
+        assert all(next(it)[0].shape == (1 << 19,) for _ in range(10))
+
+
+def test_closing_the_runner_from_another_thread_wakes_its_reader_and_leaves_nothing_behind():
+    runner = MultiProcessRunner(helpers.SlowForever(delay=60), num_prefetch=2, num_proc=2)
+    errors = []
+
+    def consume():
+        try:
+            next(iter(runner))
+        except Exception as e:  # noqa: BLE001 - checked below
+            errors.append(e)
+
+    consumer = threading.Thread(target=consume)
+    consumer.start()
+    deadline = time.monotonic() + 30
+    while len(reader_threads()) < 2 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    runner.close()
+    consumer.join(10)
+    assert not consumer.is_alive()
+    assert len(errors) == 1 and isinstance(errors[0], InputError)
+    assert "closed while it was being read" in str(errors[0])
+    assert reader_threads() == [] and mp.active_children() == []
+
+
+def test_a_runner_dropped_without_close_stops_its_workers_and_readers():
+    runner = MultiProcessRunner(helpers.LargeForever(), num_prefetch=2, num_proc=2)
+    it = iter(runner)
+    next(it)
+    assert len(reader_threads()) == 2
+    del it, runner
+    gc.collect()
+    assert reader_threads() == [] and mp.active_children() == []

@@ -41,6 +41,7 @@ try:
 except ImportError:  # Windows
     fcntl = None  # type: ignore[assignment]
 
+from ._readers import FrameReaders
 from .base import fixed_rng_seed
 from .codec import recv_frame
 from .errors import FrameError, InputError, InputWorkerError
@@ -210,9 +211,10 @@ class ExitedProcess:
         raise ValueError(f"worker process {self.pid} was stopped and closed")
 
 
-def stop_workers(workers: list[Worker], timeout: float = 5.0) -> None:
-    """Terminate and join ``workers`` (killing those that do not stop); close their pipes and
-    drop their process handles, so that no process and no descriptor of theirs is left.
+def stop_workers(workers: list[Worker], timeout: float = 5.0, readers: FrameReaders | None = None) -> None:
+    """Terminate and join ``workers`` (killing those that do not stop); stop their ``readers``;
+    close their pipes and drop their process handles, so that no process, thread or descriptor
+    of theirs is left.
 
     Each ``Worker.process`` becomes an :class:`ExitedProcess`. Safe to call twice."""
     live = [w for w in workers if isinstance(w.process, BaseProcess)]
@@ -225,6 +227,8 @@ def stop_workers(workers: list[Worker], timeout: float = 5.0) -> None:
             logger.warning("dataflow worker %s (pid %s) ignored SIGTERM; killing it", w.index, w.process.pid)
             w.process.kill()  # type: ignore[union-attr]
             w.process.join(timeout)
+    if readers is not None:  # before the pipes close: a reader must not read a reused descriptor
+        readers.stop(timeout)
     for w in workers:
         w.conn.close()
         _release_pipe(w.pipe_bytes)
@@ -246,6 +250,11 @@ def receive(who: str, w: Worker, count: int, closing: bool, during: str = "") ->
         frame = recv_frame(w.conn, peer=f"{who} worker {w.index}")
     except EOFError:
         raise worker_failure(who, w, count, closing, during) from None
+    return checked_frame(who, frame)
+
+
+def checked_frame(who: str, frame: dict[str, Any]) -> dict[str, Any]:
+    """``frame``, unless it is a worker's error frame: that raises InputWorkerError."""
     if frame["kind"] == "error":
         raise InputWorkerError(f"{who}: {frame['message']}")
     return frame
@@ -312,18 +321,29 @@ class WorkerProcesses:
         self._closing = False
         self._failed: str | None = None  # why the workers were stopped by a failed iteration
         self._finalizer: weakref.finalize[..., Any] | None = None
+        self._readers: FrameReaders | None = None
 
     @property
     def workers(self) -> tuple[BaseProcess | ExitedProcess, ...]:
         """The worker processes of the latest start (alive, or :class:`ExitedProcess` once stopped)."""
         return tuple(w.process for w in self._workers)
 
-    def _start(self, target: Callable[..., None], worker_kwargs: list[dict[str, Any]], duplex: bool = False) -> None:
+    def _start(self, target: Callable[..., None], worker_kwargs: list[dict[str, Any]], duplex: bool = False,
+               read_ahead: int | None = None) -> None:
+        """Start the workers; with ``read_ahead``, also a :class:`FrameReaders` thread per worker
+        reading up to ``read_ahead`` frames ahead of the iteration (``self._readers``)."""
         self.close()
         workers = start_workers(self.name, self.start_method, target, worker_kwargs, duplex=duplex)
-        self._workers = workers
+        readers = None
+        if read_ahead is not None:
+            try:
+                readers = FrameReaders(self.name, workers, read_ahead)
+            except BaseException:
+                stop_workers(workers)
+                raise
+        self._workers, self._readers = workers, readers
         self._running, self._closing, self._failed = True, False, None
-        self._finalizer = weakref.finalize(self, stop_workers, workers)
+        self._finalizer = weakref.finalize(self, stop_workers, workers, readers=readers)
 
     def _ensure_started(self) -> None:
         """Start the workers unless they run; refuse when a failure stopped them."""

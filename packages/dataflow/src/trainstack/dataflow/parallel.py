@@ -8,7 +8,8 @@ preprocessing uses more than one core.
   :class:`MultiProcessRunnerZMQ` (alias ``PrefetchDataZMQ``): every worker runs
   the *whole* dataflow, forever, each with its own random seed; a pass of the
   runner is ``len(ds)`` datapoints from whichever workers produced them first
-  (so it assumes datapoints are i.i.d., as in tensorpack).
+  (so it assumes datapoints are i.i.d., as in tensorpack); a thread per worker
+  reads ahead (:mod:`._readers`).
 
 Workers send datapoints to the trainer as msgpack frames (:mod:`.codec`)
 through pipes; nothing is unpickled from them. Pickle is used once, to start
@@ -27,7 +28,15 @@ from typing import Any
 from trainstack.loop.checks import check_int
 
 from ._worker import run_worker
-from ._workers import Worker, WorkerProcesses, pickle_payload, receive, worker_failure, worker_seeds
+from ._workers import (
+    Worker,
+    WorkerProcesses,
+    checked_frame,
+    pickle_payload,
+    receive,
+    worker_failure,
+    worker_seeds,
+)
 from .base import ProxyDataFlow
 from .errors import FrameError, InputWorkerError
 from .protocol import dataflow_len_or_none
@@ -160,10 +169,14 @@ class MultiProcessRunner(WorkerProcesses, ProxyDataFlow):
     are assumed i.i.d., as in tensorpack. For each datapoint exactly once per pass, use
     :class:`MultiProcessDataFlow` (workers keep shards) or :class:`MultiProcessMapData`.
 
+    A thread per worker reads its datapoints as they come, up to ``num_prefetch`` ahead of the
+    iteration in all (tensorpack's buffer of ``num_prefetch``), so that no worker waits while
+    another's datapoint is read or while the trainer trains; beyond that, each worker runs
+    ahead until its pipe is full (up to 1 MiB on Linux).
+
     Differences from tensorpack: ``ds`` is sent to the workers by cloudpickle (spawned, not
-    forked: lambdas and script-defined classes work, locks and open files do not); ``num_prefetch`` is checked but
-    the buffering is the pipes' (each worker runs ahead until its pipe is full, up to 1 MiB on
-    Linux); ``reset_state`` may be called again, and restarts the workers. With a seed from
+    forked: lambdas and script-defined classes work, locks and open files do not);
+    ``reset_state`` may be called again, and restarts the workers. With a seed from
     :func:`fix_rng_seed`, worker ``i`` uses seed ``seed + 1 + i``.
     """
 
@@ -183,36 +196,37 @@ class MultiProcessRunner(WorkerProcesses, ProxyDataFlow):
         seeds = worker_seeds(self.num_proc, shared=False)
         kwargs = [{"payload": payload, "index": i, "count": self.num_proc, "sharded": False,
                    "seed": seeds[i], "forbid_empty_pass": True} for i in range(self.num_proc)]
-        self._start(run_worker, kwargs)
+        self._start(run_worker, kwargs, read_ahead=self.num_prefetch)
 
     def __iter__(self) -> Iterator[Any]:
         self._ensure_started()
         remaining = dataflow_len_or_none(self.ds)  # None: endless
-        workers = self._workers
+        readers = self._readers
+        assert readers is not None  # started with read_ahead
         with self._reading():  # any failure stops every worker before it propagates
             while remaining is None or remaining > 0:
-                ready = set(wait([w.conn for w in workers] + [w.process.sentinel for w in workers]))
-                for w in workers:
-                    if w.process.sentinel in ready:
-                        raise worker_failure(self.name, w, self.num_proc, self._closing)
-                for w in workers:
-                    if w.conn not in ready:
-                        continue
-                    frame = receive(self.name, w, self.num_proc, self._closing)
-                    if frame["kind"] != "data":
-                        continue  # end_of_pass: the runner does not count the workers' passes
-                    yield frame["datapoint"]
-                    if remaining is not None:
-                        remaining -= 1
-                        if remaining == 0:
-                            return
+                w, frame = readers.get()
+                if w is None:  # the readers were stopped: the dataflow was closed
+                    raise frame
+                if isinstance(frame, EOFError):  # the worker exited or died
+                    raise worker_failure(self.name, w, self.num_proc, self._closing)
+                if isinstance(frame, BaseException):  # a malformed frame, a failed read
+                    raise frame
+                if checked_frame(self.name, frame)["kind"] != "data":
+                    continue  # end_of_pass: the runner does not count the workers' passes
+                yield frame["datapoint"]
+                if remaining is not None:
+                    remaining -= 1
+                    if remaining == 0:
+                        return
 
 
 class MultiProcessRunnerZMQ(MultiProcessRunner):
     """tensorpack's ``MultiProcessRunnerZMQ``, on the same pipes as :class:`MultiProcessRunner`
     (no ZeroMQ): ``num_proc`` workers each run the whole ``ds`` forever; a pass is ``len(ds)``
-    of their datapoints, in the order they arrive. ``hwm`` (ZeroMQ's high-water mark) is checked
-    but, as ``num_prefetch`` there, the buffering is the pipes'. Datapoints travel as msgpack
+    of their datapoints, in the order they arrive. ``hwm`` (ZeroMQ's high-water mark) is the
+    runner's ``num_prefetch``: how many datapoints the reader threads take ahead of the
+    iteration, as ZeroMQ's I/O thread did. Datapoints travel as msgpack
     (lists, dicts, numbers, str, bytes, NumPy arrays), as tensorpack's did."""
 
     def __init__(self, ds: Any, num_proc: int = 1, hwm: int = 50, *, start_method: str = "spawn") -> None:
