@@ -60,3 +60,26 @@ def test_a_patched_msgpack_module_changes_nothing(monkeypatch):
         monkeypatch.setattr(msgpack, name, refuse)
     assert dumps([np.arange(3)]) == before
     assert loads(before)[0].tolist() == [0, 1, 2]
+
+
+def test_threads_packing_at_once_each_get_their_own_datapoints_back():
+    """The codec packs arrays' headers through one reused Packer per thread: the reader threads of
+    a runner and the trainer's thread pack and unpack at the same time."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from trainstack.dataflow.codec import decode_frame, encode_frame_oob, pack_datapoint_oob
+
+    def work(t):
+        for i in range(300):
+            dp = [np.full((i % 7) + 1, t * 1000 + i, np.int32), np.float16(i), np.zeros(3000 + t) + i]
+            frame, oob_buffers = encode_frame_oob("data", 1 << 15, pass_num=i, datapoint=dp)
+            oob = []
+            got = decode_frame(frame, peer="test", trusted=True, oob=oob)["datapoint"]
+            assert got[0].tolist() == dp[0].tolist() and got[1] == dp[1] and got[2].shape == dp[2].shape
+            assert not oob_buffers and not oob  # 3000 float64: 24 KB < 32 KiB, inline
+            packed, buffers = pack_datapoint_oob(dp, 1)  # every array out of band
+            assert [bytes(b) for b in buffers] == [a.tobytes() for a in (dp[0], dp[2])]
+        return t
+
+    with ThreadPoolExecutor(4) as pool:
+        assert sorted(pool.map(work, range(4))) == [0, 1, 2, 3]
