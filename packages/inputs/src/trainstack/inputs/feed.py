@@ -19,7 +19,7 @@ class FeedInput(InputSource):
     """Feeds one datapoint of ``dataflow`` per tower into each hooked run of the step.
 
     The simplest source, and the slowest: the host reads, checks and converts
-    each batch between two steps while the device waits (0.78-0.99x
+    each batch between two steps while the device waits (about 0.92x
     TFDatasetInput on a small MLP, see benchmarks/README.md). Every tower gets
     its own datapoint (feeds ``tower<k>/<input name>``). Only the hooked run
     takes feeds, so the step must run through ``trainer.hooked_run`` (the
