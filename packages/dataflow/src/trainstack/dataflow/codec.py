@@ -75,8 +75,7 @@ def _pack_plain(obj: Any) -> bytes:
     """``packb(obj, use_bin_type=True)`` through one Packer per thread, reused. What it packs is
     an array's header, inside the ``default`` of the Packer packing the datapoint: a new Packer
     there allocates a second 1 MiB buffer (msgpack's initial size) while the first is in use,
-    which made each array of a datapoint cost ~15 microseconds (a worker's whole overhead on a
-    small map)."""
+    which made packing a datapoint with a 77 KB out-of-band array cost 26 microseconds, not 6."""
     packer = getattr(_plain_packers, "packer", None)
     if packer is None:
         packer = _plain_packers.packer = _Packer(use_bin_type=True)
