@@ -15,6 +15,7 @@ ends. The worker's own error frames arrive as frames, in their order.
 """
 from __future__ import annotations
 
+import contextlib
 import queue
 import threading
 from multiprocessing.connection import wait
@@ -60,7 +61,8 @@ class FrameReaders:
                 self._queue.get_nowait()
             except queue.Empty:
                 break
-        self._queue.put_nowait((None, EOFError("the dataflow was closed")))
+        with contextlib.suppress(queue.Full):  # full again only if a reader did not end in time
+            self._queue.put_nowait((None, EOFError("the dataflow was closed")))
 
     def _read(self, w: Worker, peer: str) -> None:
         conn, sentinel = w.conn, w.process.sentinel
