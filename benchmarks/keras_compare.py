@@ -152,7 +152,10 @@ class KerasEpochClock(keras.callbacks.Callback):
         self.times.append(time.perf_counter() - self._start)
 
 
-def trainstack_run(workload: str, batches: list, input_kind: str, **trainer_options: Any) -> Contender:
+def trainstack_run(workload: str, batches: list, input_kind: str | Callable[[], Any],
+                   **trainer_options: Any) -> Contender:
+    """trainstack's SimpleTrainer on ``workload``, fed by ``TFDatasetInput`` (``"dataset"``), by the
+    dataflow ``batches`` itself (``"dataflow"``), or by what ``input_kind()`` returns."""
     from trainstack.inputs import TFDatasetInput
     from trainstack.towers import ModelDesc, SimpleTrainer, TrainConfig, launch_train_with_config
 
@@ -173,7 +176,10 @@ def trainstack_run(workload: str, batches: list, input_kind: str, **trainer_opti
     def block(epochs: int, steps: int) -> list[float]:
         # a fresh trainer per block (a trainer trains once); its set-up is not timed
         clock = EpochClock()
-        data = TFDatasetInput(dataset(batches)) if input_kind == "dataset" else None
+        if callable(input_kind):
+            data = input_kind()
+        else:
+            data = TFDatasetInput(dataset(batches)) if input_kind == "dataset" else None
         config = TrainConfig(model=Model(), data=data, dataflow=batches if data is None else None,
                              callbacks=[clock], steps_per_epoch=steps, max_epoch=epochs)
         launch_train_with_config(config, SimpleTrainer(**trainer_options))

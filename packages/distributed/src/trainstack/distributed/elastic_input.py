@@ -38,7 +38,8 @@ class ElasticFeedInput(FeedInput):
     """
 
     def __init__(self, dataflow: Any, placement: Callable[[], tuple[int, int]]) -> None:
-        super().__init__(dataflow)
+        # no reading ahead: the rank and size of the next step are known only when it starts
+        super().__init__(dataflow, prefetch=False)
         self._placement = placement
         #: datapoints of the stream the steps so far used (all ranks together)
         self.position = 0

@@ -14,14 +14,14 @@ from .queue import QueueInput
 from .reader import InputReader
 from .remote import RemoteDataFlow, RemoteInput
 from .remote_server import DataFlowServer, serve_dataflow
-from .signature import check_datapoint, check_datapoint_at, check_tensors, normalize_signature
+from .signature import DatapointCheck, check_datapoint, check_datapoint_at, check_tensors, normalize_signature
 from .staging import StagingInput
 from .tensor import DummyConstantInput, TensorInput
 
 __all__ = [
     "InputSource", "FeedfreeInput", "FeedInput", "QueueInput", "InputReader",
     "dataflow_size", "numbered_passes", "repeat_passes", "reset_dataflow",
-    "check_datapoint", "check_datapoint_at", "check_tensors", "normalize_signature",
+    "DatapointCheck", "check_datapoint", "check_datapoint_at", "check_tensors", "normalize_signature",
     "InputError", "InputSignatureError", "EmptyDataFlowError", "InputWorkerError", "FrameError",
     # feedfree sources: batch queue, tf.data, staging, tensors
     "BatchQueueInput", "TFDatasetInput", "dataflow_to_dataset", "StagingInput", "TensorInput",

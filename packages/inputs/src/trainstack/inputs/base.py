@@ -13,7 +13,8 @@ uses an InputSource in this order::
                 inputs = source.get_input_tensors()   # tower k's own, fresh batch
                 ...
     # before training, a callback of the source's calls source.reset_state()
-    # each hooked run: the source's callbacks give the feeds the step takes
+    # each hooked run: the source's callbacks give the feeds the step takes, and
+    # source.prefetcher(), when not None, runs while the step computes
 
 Each call of :meth:`get_input_tensors` inside one trace is one tower and gets
 its own batch: K towers take K batches (total batch = batch x K) and no batch
@@ -28,7 +29,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 
 import tensorflow as tf
 
@@ -51,6 +52,7 @@ class InputSource:
     ``_size()``: datapoints per pass; ``_reset_state()``: before training (start
     threads, workers); ``_get_callbacks()``: callbacks the source needs;
     ``_feed_signature()``: feeds the traced step must take ({} when feedfree);
+    ``_prefetcher()``: host work preparing the next step's feeds while a step runs (or None);
     ``_skip(n)``: start the stream after its first ``n`` datapoints (to resume a
     run), or return False when the source cannot; ``_datapoints_per_step()``:
     datapoints of the stream one training step uses (one per tower).
@@ -128,6 +130,14 @@ class InputSource:
             self.__dict__["_callbacks_made"] = cbs
         return list(cbs)
 
+    def prefetcher(self) -> Callable[[], None] | None:
+        """Host work that prepares the next step's input ahead, for the trainer to run while a step
+        computes (after launching the step, before waiting for it); None when there is none.
+        Feedfree sources prepare their input in TensorFlow's own threads and have none;
+        :class:`FeedInput` reads, checks and converts its next batch."""
+        self.input_signature  # noqa: B018 - raises when not set up
+        return self._prefetcher()
+
     def size(self) -> int:
         """Datapoints (batches) in one pass of the data: the default ``steps_per_epoch``."""
         return self._size()
@@ -171,6 +181,9 @@ class InputSource:
 
     def _get_callbacks(self) -> list[Callback]:
         return []
+
+    def _prefetcher(self) -> Callable[[], None] | None:
+        return None
 
     def _size(self) -> int:
         raise InputError(f"{self.name} does not know its size; pass steps_per_epoch")

@@ -18,7 +18,7 @@ from trainstack.loop import Callback
 from .base import FeedfreeInput
 from .dataflow import close_workers, dataflow_size, reset_dataflow
 from .errors import EmptyDataFlowError, InputError, InputSignatureError
-from .signature import check_datapoint_at, normalize_signature
+from .signature import DatapointCheck, normalize_signature
 
 __all__ = ["TFDatasetInput", "dataflow_to_dataset"]
 
@@ -201,6 +201,7 @@ def dataflow_to_dataset(dataflow: Any, signature: Sequence[tf.TensorSpec], *,
     """
     signature = normalize_signature(signature)
     what = f"{source}({type(dataflow).__name__})"
+    check = DatapointCheck(signature, source=what)
     state = {"reset": False, "passes": 0}
 
     def one_pass():
@@ -215,7 +216,7 @@ def dataflow_to_dataset(dataflow: Any, signature: Sequence[tf.TensorSpec], *,
             if stop is not None and stop.is_set():
                 return
             empty = False
-            yield tuple(check_datapoint_at(pass_num, index, dp, signature, source=what))
+            yield tuple(check(pass_num, index, dp))
         if empty and not (stop is not None and stop.is_set()):
             raise EmptyDataFlowError(f"{what}: the dataflow yielded no datapoint in a whole pass; "
                                      "an input needs at least one datapoint per pass")

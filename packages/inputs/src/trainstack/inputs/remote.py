@@ -333,9 +333,13 @@ class RemoteDataFlow:
                     raise InputWorkerError(f"{self.name}: no frame from the server at {peer} for "
                                            f"{self.timeout} s (timeout)")
             data = conn.recv_bytes(self.max_frame_bytes)
-        except (EOFError, OSError) as e:
+        except (EOFError, OSError, TypeError) as e:
+            # a close() from another thread may close the Connection inside recv_bytes, which then
+            # reads a handle of None (TypeError) instead of raising OSError
             if stop.is_set():
                 raise InputError(f"{self.name} was closed while it was being read") from None
+            if isinstance(e, TypeError):
+                raise
             if isinstance(e, EOFError):
                 raise InputWorkerError(f"{self.name}: the server at {peer} closed the connection") from None
             if conn is not None and not conn.readable:  # recv_bytes refused an oversized frame

@@ -12,6 +12,12 @@ no-fetch variant at setup). Any later trace of a variant raises
 :class:`RetraceError` instead of silently rebuilding the model on every call
 (e.g. after ``tf.config.run_functions_eagerly(True)``, which would run the
 Python step code each time).
+
+With ``while_running`` (the trainer sets it during training when its input
+prepares the next step's feeds ahead, as FeedInput does), each call is
+launched on an asynchronous eager executor of the step's own, the host runs
+``while_running`` while it computes, and then waits for it: a call still
+returns finished, raising its own errors, as a synchronous one does.
 """
 from __future__ import annotations
 
@@ -20,14 +26,11 @@ import threading
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-import numpy as np
 import tensorflow as tf
+from tensorflow.python.eager import executor as _executor
+from tensorflow.python.eager.context import context as _eager_context
 
-try:  # the constructor tf.convert_to_tensor ends in for an array, without its dispatch
-    from tensorflow.python.eager.context import context as _eager_context
-    from tensorflow.python.framework.ops import EagerTensor as _EagerTensor
-except ImportError:  # another TensorFlow layout: the public call
-    _EagerTensor = None
+from trainstack.inputs.host_tensor import as_host_tensor
 
 __all__ = ["TracedStep", "RetraceError"]
 
@@ -57,10 +60,15 @@ class TracedStep:
     to make in this call (an int32 scalar tensor: one trace serves every
     count), and the step is run with that count as its one positional
     argument (``trainer.hooked_run(step, n)``; default 1).
+
+    ``while_running`` (settable): host work to do while each call computes, e.g. reading and
+    converting the next call's feeds; see the module docstring. :meth:`close` ends the
+    executor that overlapping needs.
     """
 
     def __init__(self, body: StepBody, feed_signature: Mapping[str, tf.TensorSpec], *,
-                 name: str = "train_step", jit_compile: bool = False, multi_step: bool = False) -> None:
+                 name: str = "train_step", jit_compile: bool = False, multi_step: bool = False,
+                 while_running: Callable[[], None] | None = None) -> None:
         if not callable(body):
             raise TypeError(f"TracedStep body must be callable, got {body!r}")
         self.name = name
@@ -78,6 +86,10 @@ class TracedStep:
         self.trace_counts: dict[tuple[str, ...], int] = {}
         self._opening: set[tuple[str, ...]] = set()
         self._lock = threading.RLock()
+        self.while_running = while_running
+        #: the asynchronous executor calls are launched on while ``while_running`` is set (made
+        #: on first use; its thread ends with :meth:`close`)
+        self._executor: Any = None
 
     # -- variants -------------------------------------------------------------------------------
     @property
@@ -144,11 +156,44 @@ class TracedStep:
         fn = self._variant(key)
         if tf.config.functions_run_eagerly():  # the tf.function retraces: RetraceError
             output, values = fn(dict(feeds), *steps)
-        else:
+        elif self.while_running is None:
             output, values = self._call_concrete(self._concrete[key], feeds, steps)
+        else:
+            output, values = self._call_overlapped(self._concrete[key], feeds, steps)
         if values:
             values = tf.nest.map_structure(_to_numpy, values)
         return output, values
+
+    def _call_overlapped(self, concrete: Any, feeds: Mapping[str, Any], steps: tuple) -> Any:
+        """:meth:`_call_concrete` launched on the step's asynchronous executor; ``while_running``
+        runs while the call computes, then the call is waited for. Its errors are raised here
+        (and cleared from the executor, so that a later call starts clean), after
+        ``while_running``, which keeps its own errors for the next call (FeedInput does)."""
+        if self._executor is None:
+            self._executor = _executor.new_executor(enable_async=True)
+        executor, context = self._executor, _eager_context()
+        previous = context.executor  # the thread's own executor, back as soon as the call is queued
+        context.executor = executor
+        try:
+            result = self._call_concrete(concrete, feeds, steps)
+        finally:
+            context.executor = previous
+        try:
+            self.while_running()  # type: ignore[misc]  # set: the caller checked
+        finally:
+            _wait(executor)
+        return result
+
+    def close(self) -> None:
+        """Wait for the calls in flight and end the asynchronous executor (and its thread); a later
+        overlapped call makes another. Errors of the calls were raised by them."""
+        executor, self._executor = self._executor, None
+        if executor is not None:
+            try:
+                _wait(executor)
+            except tf.errors.OpError:
+                pass
+            del executor  # its deleter ends the executor's thread
 
     def _call_concrete(self, concrete: Any, feeds: Mapping[str, Any], steps: tuple) -> Any:
         """Call a variant's trace with ``feeds`` (and the step count). Its arguments are known
@@ -158,7 +203,7 @@ class TracedStep:
         call_flat = getattr(concrete, "_call_flat", None)
         if call_flat is None:
             return concrete(dict(feeds), *steps)
-        flat = [_as_tensor(feeds[name], spec.dtype) for name, spec in self._flat_feeds]
+        flat = [as_host_tensor(feeds[name], spec.dtype) for name, spec in self._flat_feeds]
         return call_flat([*flat, *steps], concrete.captured_inputs)  # packs its outputs itself
 
     def __call__(self, **feeds: Any) -> Any:
@@ -183,17 +228,13 @@ class TracedStep:
         return f"TracedStep({self.name!r}, variants={self.variants})"
 
 
-def _as_tensor(value: Any, dtype: tf.DType) -> tf.Tensor:
-    """``tf.convert_to_tensor(value, dtype)``, faster for a NumPy array of that dtype (a FeedInput's
-    batch): a host tensor of a private copy of the array, as TensorFlow's conversion makes, but
-    with no device named. Named (tf.convert_to_tensor names the current one), TensorFlow moves the
-    new tensor there by running an op (``_EagerConst``), which cost the first conversion after
-    each step about 35 microseconds on a small MLP; the step's function copies its inputs to their
-    devices anyway."""
-    if _EagerTensor is not None and type(value) is np.ndarray and value.dtype == dtype.as_numpy_dtype:
-        _eager_context().ensure_initialized()
-        return _EagerTensor(value.copy(), None, dtype.as_datatype_enum)
-    return tf.convert_to_tensor(value, dtype)
+def _wait(executor: Any) -> None:
+    """Wait for ``executor``'s calls; on an error, clear it from the executor, then raise it."""
+    try:
+        executor.wait()
+    except BaseException:
+        executor.clear_error()
+        raise
 
 
 def _to_numpy(value: Any) -> Any:

@@ -515,6 +515,9 @@ class SingleCostTrainer(TowerTrainer):
         self.train_op = TracedStep(self._step_body, self.input.feed_signature(), name="train_step",
                                    multi_step=self.steps_per_run > 1)
         self.train_op.trace(())
+        prefetch = self.input.prefetcher()
+        if prefetch is not None:
+            self.register_callback(_OverlappedSteps(self.train_op, prefetch))
 
     def _loss_scale_optimizer(self, optimizer: Any) -> Any:
         """``optimizer`` wrapped for dynamic loss scaling (under the strategy it was made in)."""
@@ -694,6 +697,25 @@ class SingleCostTrainer(TowerTrainer):
 
 #: the trainer's attributes the optimizers' fallback does not scan (they are declared, or bookkeeping)
 _NOT_SCANNED = frozenset({"_optimizer", "_optimizers", "_declared_objects", "_guessed_optimizers_logged"})
+
+
+class _OverlappedSteps(Callback):
+    """While training, each step of ``step`` runs ``prefetch`` (the input preparing the next
+    step's feeds) while it computes (``TracedStep.while_running``); after training, the step's
+    calls are synchronous again and its asynchronous executor is gone."""
+
+    chief_only = False  # every process reads its own input
+
+    def __init__(self, step: TracedStep, prefetch: Callable[[], None]) -> None:
+        self.step = step
+        self.prefetch = prefetch
+
+    def _before_train(self) -> None:
+        self.step.while_running = self.prefetch
+
+    def _after_train(self) -> None:
+        self.step.while_running = None
+        self.step.close()
 
 
 def _optimizers_in(key: str, value: Any) -> list[tuple[str, Any]]:

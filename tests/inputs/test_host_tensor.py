@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from trainstack.towers.tower.step import _as_tensor
+from trainstack.inputs.host_tensor import as_host_tensor
 
 
 def aligned(array: np.ndarray, alignment: int = 64) -> np.ndarray:
@@ -36,7 +36,7 @@ def test_a_fed_array_converts_as_tf_convert_to_tensor_does(name):
     array = ARRAYS[name].copy() if name != "float32, 64-byte aligned" else aligned(ARRAYS[name])
     dtype = tf.string if array.dtype == object else tf.as_dtype(array.dtype)
     expected = tf.convert_to_tensor(array, dtype)
-    tensor = _as_tensor(array, dtype)
+    tensor = as_host_tensor(array, dtype)
     assert isinstance(tensor, tf.Tensor)
     assert tensor.dtype == expected.dtype and tensor.shape == expected.shape
     assert tensor.device.endswith("CPU:0")
@@ -48,8 +48,8 @@ def test_a_fed_array_converts_as_tf_convert_to_tensor_does(name):
 
 
 def test_other_values_take_tf_convert_to_tensor():
-    assert _as_tensor(3, tf.int64).dtype == tf.int64
-    assert _as_tensor([1.0, 2.0], tf.float32).numpy().tolist() == [1.0, 2.0]
+    assert as_host_tensor(3, tf.int64).dtype == tf.int64
+    assert as_host_tensor([1.0, 2.0], tf.float32).numpy().tolist() == [1.0, 2.0]
     # an array of another dtype: TensorFlow's own conversion (FeedInput casts or refuses before)
-    converted = _as_tensor(np.array([1.0, 2.0]), tf.float32)
+    converted = as_host_tensor(np.array([1.0, 2.0]), tf.float32)
     assert converted.dtype == tf.float32 and converted.numpy().tolist() == [1.0, 2.0]

@@ -1,0 +1,94 @@
+"""FeedInput reading the next batch while a step computes, against reading it between steps, and
+against TFDatasetInput, on keras_compare.py's MLP.
+
+    python benchmarks/feed_input.py [--rounds 10] [--epochs 4] [--steps 300]
+
+Two dataflows of 20 batches of 64: ``plain`` yields keras_compare's arrays as they are (the work
+per batch is FeedInput's own: read, check, convert), ``noisy`` adds Gaussian noise to each batch in
+NumPy first (about 0.6 ms per batch in this process, holding the GIL: an in-process augmentation).
+Contenders: ``FeedInput`` (reads ahead, the default), ``FeedInput(prefetch=False)`` over each, and
+``TFDatasetInput`` over keras_compare's dataset. All train with ``launch_train_with_config``,
+``SimpleTrainer`` and the default callbacks and monitors, in rounds (``_rounds.py``); a ratio is
+the median over rounds of the ratio of two contenders' blocks in one round.
+"""
+from __future__ import annotations
+
+import argparse
+import functools
+import logging
+import os
+import platform
+import time
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+
+import numpy as np  # noqa: E402
+import tensorflow as tf  # noqa: E402
+from _rounds import ratio, run_rounds, steps_per_s  # noqa: E402
+from keras_compare import dataset, make_batches, trainstack_run  # noqa: E402
+
+from trainstack.inputs import FeedInput, TFDatasetInput  # noqa: E402
+
+REFERENCE = "TFDatasetInput"
+
+
+class Noisy:
+    """``batches`` with Gaussian noise added to each ``x``, in NumPy, as each batch is read."""
+
+    def __init__(self, batches: list) -> None:
+        self.batches = batches
+        self.rng = np.random.default_rng(0)
+
+    def __len__(self) -> int:
+        return len(self.batches)
+
+    def __iter__(self):
+        for x, label in self.batches:
+            yield x + self.rng.standard_normal(x.shape, np.float32) * np.float32(0.1), label
+
+
+def contenders(batches: list) -> dict[str, functools.partial]:
+    inputs = {
+        REFERENCE: lambda: TFDatasetInput(dataset(batches)),
+        "FeedInput, plain": lambda: FeedInput(batches),
+        "FeedInput(prefetch=False), plain": lambda: FeedInput(batches, prefetch=False),
+        "FeedInput, noisy": lambda: FeedInput(Noisy(batches)),
+        "FeedInput(prefetch=False), noisy": lambda: FeedInput(Noisy(batches), prefetch=False),
+    }
+    return {name: trainstack_run("mlp", batches, make) for name, make in inputs.items()}
+
+
+def noisy_cost(batches: list, n: int = 200) -> float:
+    """Microseconds per batch of ``Noisy`` alone."""
+    it = iter(Noisy(batches * (n // len(batches) + 1)))
+    start = time.perf_counter()
+    for _ in range(n):
+        next(it)
+    return (time.perf_counter() - start) / n * 1e6
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--rounds", type=int, default=10)
+    parser.add_argument("--epochs", type=int, default=4, help="epochs per block (the first is not counted)")
+    parser.add_argument("--steps", type=int, default=300, help="steps per epoch")
+    args = parser.parse_args()
+    logging.getLogger("trainstack").setLevel(logging.WARNING)
+    batches = make_batches("mlp")
+    print(f"machine: {platform.machine()}, {os.cpu_count()} cores; TensorFlow {tf.__version__}; "
+          f"load average {os.getloadavg()[0]:.1f}; noisy: {noisy_cost(batches):.0f} us per batch")
+    runs = {name: functools.partial(block, args.epochs, args.steps) for name, block in contenders(batches).items()}
+    blocks = run_rounds(runs, args.rounds, "mlp")
+    print(f"\nload average {os.getloadavg()[0]:.1f}; steps/s (median over epochs); "
+          f"ratios are medians over rounds of the ratio within a round\n")
+    print(f"| contender | steps/s | / {REFERENCE} | / the same dataflow without reading ahead |")
+    print("|---|---|---|---|")
+    for name in blocks:
+        plain_twin = name.replace("FeedInput,", "FeedInput(prefetch=False),")
+        twin = f"{ratio(blocks, name, plain_twin):.2f}x" if plain_twin != name else "-"
+        print(f"| {name} | {steps_per_s(blocks[name], args.steps):.0f} | "
+              f"{ratio(blocks, name, REFERENCE):.2f}x | {twin} |")
+
+
+if __name__ == "__main__":
+    main()
