@@ -7,7 +7,10 @@ Two dataflows of 20 batches of 64: ``plain`` yields keras_compare's arrays as th
 per batch is FeedInput's own: read, check, convert), ``noisy`` adds Gaussian noise to each batch in
 NumPy first (about 0.6 ms per batch in this process, holding the GIL: an in-process augmentation).
 Contenders: ``FeedInput`` (reads ahead, the default), ``FeedInput(prefetch=False)`` over each, and
-``TFDatasetInput`` over keras_compare's dataset. All train with ``launch_train_with_config``,
+``TFDatasetInput`` over keras_compare's dataset, whose elements are whole batches: its step is
+traced with a static batch size, where a FeedInput's has the model's ``inputs()``, ``[None, 784]``
+(the gradient of a mean then computes the batch size at run time: eight more small ops). A last
+contender, FeedInput over ``plain`` with the batch size declared in ``inputs()``, shows that part. All train with ``launch_train_with_config``,
 ``SimpleTrainer`` and the default callbacks and monitors, in rounds (``_rounds.py``); a ratio is
 the median over rounds of the ratio of two contenders' blocks in one round.
 """
@@ -30,6 +33,11 @@ from keras_compare import dataset, make_batches, trainstack_run  # noqa: E402
 from trainstack.inputs import FeedInput, TFDatasetInput  # noqa: E402
 
 REFERENCE = "TFDatasetInput"
+STATIC = "FeedInput, plain, inputs() with the batch size"
+#: each row compared with the one it differs from in one thing (reading ahead; the graph)
+TWINS = {"FeedInput, plain": "FeedInput(prefetch=False), plain",
+         "FeedInput, noisy": "FeedInput(prefetch=False), noisy",
+         STATIC: "FeedInput, plain"}
 
 
 class Noisy:
@@ -55,7 +63,11 @@ def contenders(batches: list) -> dict[str, functools.partial]:
         "FeedInput, noisy": lambda: FeedInput(Noisy(batches)),
         "FeedInput(prefetch=False), noisy": lambda: FeedInput(Noisy(batches), prefetch=False),
     }
-    return {name: trainstack_run("mlp", batches, make) for name, make in inputs.items()}
+    runs = {name: trainstack_run("mlp", batches, make) for name, make in inputs.items()}
+    # the graph, not the input: TFDatasetInput's step has the dataset's static batch size
+    runs[STATIC] = trainstack_run(
+        "mlp", batches, inputs["FeedInput, plain"], static_batch=True)
+    return runs
 
 
 def noisy_cost(batches: list, n: int = 200) -> float:
@@ -81,14 +93,13 @@ def main() -> None:
     blocks = run_rounds(runs, args.rounds, "mlp")
     print(f"\nload average {os.getloadavg()[0]:.1f}; steps/s (median over epochs); "
           f"ratios are medians over rounds of the ratio within a round\n")
-    print(f"| contender | steps/s | / {REFERENCE} | / the same dataflow without reading ahead |")
+    print(f"| contender | steps/s | / {REFERENCE} | / the row it differs from in one thing |")
     print("|---|---|---|---|")
     for name in blocks:
-        plain_twin = name.replace("FeedInput,", "FeedInput(prefetch=False),")
-        twin = f"{ratio(blocks, name, plain_twin):.2f}x" if plain_twin != name else "-"
+        twin = TWINS.get(name)
+        versus = f"{ratio(blocks, name, twin):.2f}x ({twin})" if twin in blocks else "-"
         print(f"| {name} | {steps_per_s(blocks[name], args.steps):.0f} | "
-              f"{ratio(blocks, name, REFERENCE):.2f}x | {twin} |")
-
+              f"{ratio(blocks, name, REFERENCE):.2f}x | {versus} |")
 
 if __name__ == "__main__":
     main()

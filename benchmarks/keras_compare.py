@@ -153,9 +153,11 @@ class KerasEpochClock(keras.callbacks.Callback):
 
 
 def trainstack_run(workload: str, batches: list, input_kind: str | Callable[[], Any],
-                   **trainer_options: Any) -> Contender:
+                   static_batch: bool = False, **trainer_options: Any) -> Contender:
     """trainstack's SimpleTrainer on ``workload``, fed by ``TFDatasetInput`` (``"dataset"``), by the
-    dataflow ``batches`` itself (``"dataflow"``), or by what ``input_kind()`` returns."""
+    dataflow ``batches`` itself (``"dataflow"``), or by what ``input_kind()`` returns. With
+    ``static_batch``, the model's inputs() declare the batch size (else None)."""
+    batch = BATCH if static_batch else None
     from trainstack.inputs import TFDatasetInput
     from trainstack.towers import ModelDesc, SimpleTrainer, TrainConfig, launch_train_with_config
 
@@ -164,8 +166,8 @@ def trainstack_run(workload: str, batches: list, input_kind: str | Callable[[], 
             self.layers = make_layers(workload)
 
         def inputs(self):
-            return [tf.TensorSpec([None, *input_shape(workload)], tf.float32, "x"),
-                    tf.TensorSpec([None], tf.int32, "label")]
+            return [tf.TensorSpec([batch, *input_shape(workload)], tf.float32, "x"),
+                    tf.TensorSpec([batch], tf.int32, "label")]
 
         def build_graph(self, x, label):
             return tf.identity(xent(label, forward(self.layers, x)), name="cost")

@@ -12,8 +12,10 @@ from trainstack.inputs import (
     InputSignatureError,
     QueueInput,
     TensorInput,
+    DatapointCheck,
     TFDatasetInput,
     check_datapoint,
+    check_datapoint_at,
     normalize_signature,
 )
 
@@ -41,6 +43,44 @@ def test_same_kind_casts_are_accepted_others_refused():
     assert x.dtype == np.float32 and y.dtype == np.int32
     with pytest.raises(InputSignatureError, match=r"'label' expects dtype int32.*float64 does not convert"):
         check_datapoint((np.zeros([3, 2]), np.zeros([3])), normalize_signature(SIG), source="src")
+
+
+WIDE = normalize_signature([tf.TensorSpec([None, 2], tf.float32, "image"), tf.TensorSpec([None], tf.int32, "label"),
+                            tf.TensorSpec(None, tf.string, "name"), tf.TensorSpec([], tf.int64, "step")])
+GOOD = [np.zeros([3, 2], np.float32), np.arange(3, dtype=np.int32), np.array([b"a", b"b", b"c"], object),
+        np.array(7, np.int64)]
+
+
+@pytest.mark.parametrize("datapoint", [
+    GOOD,  # exactly the signature: the fast path
+    tuple(GOOD),
+    dict(zip(["image", "label", "name", "step"], GOOD)),
+    [np.zeros([3, 2]), *GOOD[1:]],  # float64 -> float32
+    [GOOD[0].astype(">f4"), *GOOD[1:]],  # same kind, other byte order
+    [GOOD[0].tolist(), *GOOD[1:]],  # a list, not an array
+    [GOOD[0], GOOD[1], np.array(["a", "b", "c"]), GOOD[3]],  # unicode strings
+    [GOOD[0], GOOD[1], np.zeros([2, 2, 2], object), 7],  # any shape for an unknown-rank spec; a Python int
+    [np.zeros([3, 3], np.float32), *GOOD[1:]],  # wrong width
+    [np.zeros([3], np.float32), *GOOD[1:]],  # wrong rank
+    [GOOD[0], GOOD[1].astype(np.float32), *GOOD[2:]],  # float -> int refused
+    GOOD[:3],  # a component missing
+    {"image": GOOD[0]},
+    "not a datapoint",
+])
+def test_the_datapoint_check_of_a_stream_gives_what_check_datapoint_at_gives(datapoint):
+    def outcome(check):
+        try:
+            return [(a.dtype, a.shape, a.tolist()) for a in check(4, 2, datapoint)]
+        except InputSignatureError as e:
+            return str(e)
+
+    expected = outcome(lambda p, i, dp: check_datapoint_at(p, i, dp, WIDE, source="src"))
+    assert outcome(DatapointCheck(WIDE, source="src")) == expected
+
+
+def test_the_datapoint_check_returns_the_arrays_of_a_matching_datapoint_themselves():
+    arrays = DatapointCheck(WIDE)(0, 0, GOOD)
+    assert all(a is b for a, b in zip(arrays, GOOD))
 
 
 def test_setup_and_tower_misuse_are_clear_errors():
