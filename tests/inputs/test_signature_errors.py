@@ -7,12 +7,12 @@ import tensorflow as tf
 
 from trainstack.inputs import (
     BatchQueueInput,
+    DatapointCheck,
     FeedInput,
     InputError,
     InputSignatureError,
     QueueInput,
     TensorInput,
-    DatapointCheck,
     TFDatasetInput,
     check_datapoint,
     check_datapoint_at,

@@ -165,5 +165,6 @@ def test_a_traced_step_runs_while_running_during_each_call_and_returns_the_call_
     assert float(output) == 10.0
     step.close()
     assert step._executor is None
+    assert float(output) == 10.0 and float(output + 1) == 11.0  # a call's output outlives the executor
     step.while_running = None
     assert float(step(x=np.ones(1, np.float32))) == 11.0

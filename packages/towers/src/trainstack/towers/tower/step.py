@@ -176,6 +176,9 @@ class TracedStep:
         context.executor = executor
         try:
             result = self._call_concrete(concrete, feeds, steps)
+        except BaseException:
+            executor.clear_error()  # refused before it was queued: no error of it stays behind
+            raise
         finally:
             context.executor = previous
         try:
