@@ -7,6 +7,7 @@ down for a while (this one drifts by 10-20% within minutes) slows both.
 """
 from __future__ import annotations
 
+import argparse
 import gc
 import statistics
 import time
@@ -28,6 +29,15 @@ class EpochClock(Callback):
 
     def _after_epoch(self) -> None:
         self.times.append(time.perf_counter() - self._start)
+
+
+def add_round_arguments(parser: argparse.ArgumentParser, *, rounds: int, epochs: int = 4,
+                        steps: int = 100) -> None:
+    """The options of a benchmark timed by :func:`run_rounds`: ``--rounds``, ``--epochs`` per block
+    (the first of a block is not counted) and ``--steps`` per epoch, with these defaults."""
+    parser.add_argument("--rounds", type=int, default=rounds)
+    parser.add_argument("--epochs", type=int, default=epochs, help="epochs per block (the first is not counted)")
+    parser.add_argument("--steps", type=int, default=steps, help="steps per epoch")
 
 
 def run_rounds(blocks: dict[str, Callable[[], list[float]]], rounds: int, label: str = "") -> Blocks:

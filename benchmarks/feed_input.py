@@ -27,7 +27,7 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
-from _rounds import ratio, run_rounds, steps_per_s  # noqa: E402
+from _rounds import add_round_arguments, ratio, run_rounds, steps_per_s  # noqa: E402
 from keras_compare import dataset, make_batches, trainstack_run  # noqa: E402
 
 from trainstack.inputs import FeedInput, TFDatasetInput  # noqa: E402
@@ -81,9 +81,7 @@ def noisy_cost(batches: list, n: int = 200) -> float:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--rounds", type=int, default=10)
-    parser.add_argument("--epochs", type=int, default=4, help="epochs per block (the first is not counted)")
-    parser.add_argument("--steps", type=int, default=300, help="steps per epoch")
+    add_round_arguments(parser, rounds=10, steps=300)
     args = parser.parse_args()
     logging.getLogger("trainstack").setLevel(logging.WARNING)
     batches = make_batches("mlp")

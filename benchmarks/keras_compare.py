@@ -43,7 +43,7 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 import keras  # noqa: E402
 import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
-from _rounds import Blocks, EpochClock, ratio, run_rounds, steps_per_s  # noqa: E402
+from _rounds import Blocks, EpochClock, add_round_arguments, ratio, run_rounds, steps_per_s  # noqa: E402
 
 BATCH, DISTINCT_BATCHES, LEARNING_RATE = 64, 20, 0.01
 BARE = "bare tf.function, 1 step/call"
@@ -243,9 +243,7 @@ def goals(workload: str, blocks: Blocks, speed: dict[str, float], best: str,
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--workloads", nargs="+", default=["mlp", "convnet"], choices=["mlp", "convnet"])
-    parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--epochs", type=int, default=4, help="epochs per block (the first is not counted)")
-    parser.add_argument("--steps", type=int, default=100, help="steps per epoch")
+    add_round_arguments(parser, rounds=3)
     parser.add_argument("--only", nargs="+", default=[], metavar="TEXT",
                         help="run only the contenders whose name contains one of these (and the "
                              "references: tuned Keras and the bare 1-step loop)")

@@ -38,7 +38,7 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 import keras  # noqa: E402
 import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
-from _rounds import Blocks, EpochClock, ratio, run_rounds, steps_per_s  # noqa: E402
+from _rounds import Blocks, EpochClock, add_round_arguments, ratio, run_rounds, steps_per_s  # noqa: E402
 
 BATCH, DISTINCT_BATCHES, LEARNING_RATE = 64, 20, 0.01
 FORMS = ("no summary", "tf.summary.*", "add_tensor_summary")
@@ -110,9 +110,7 @@ def measure(rounds: int, epochs: int, steps: int) -> tuple[Blocks, dict[str, boo
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--rounds", type=int, default=5)
-    parser.add_argument("--epochs", type=int, default=4, help="epochs per block (the first is not counted)")
-    parser.add_argument("--steps", type=int, default=100, help="steps per epoch")
+    add_round_arguments(parser, rounds=5)
     args = parser.parse_args()
     logging.getLogger("trainstack").setLevel(logging.WARNING)
     print(f"machine: {platform.machine()}, {os.cpu_count()} cores; TensorFlow {tf.__version__}, "
