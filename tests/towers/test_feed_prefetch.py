@@ -10,31 +10,20 @@ import keras
 import numpy as np
 import pytest
 import tensorflow as tf
+from id_model import BatchRecorder, IdClassifier
 
 from trainstack.inputs import FeedInput
-from trainstack.loop import Callback
-from trainstack.towers import ModelDesc, SimpleTrainer, TrainConfig, launch_train_with_config
+from trainstack.towers import SimpleTrainer, TrainConfig, launch_train_with_config
 from trainstack.towers.tower.step import TracedStep
 
 STEPS, EPOCHS, BATCH = 4, 3, 8
 
 
-class Classifier(ModelDesc):
+class Classifier(IdClassifier):
+    """id_model's classifier, its weights starting the same in every run (compared across runs)."""
+
     def __init__(self) -> None:
-        self.fc = keras.layers.Dense(3, kernel_initializer="ones")
-
-    def inputs(self):
-        return [tf.TensorSpec([None, 5], tf.float32, "x"), tf.TensorSpec([None], tf.int32, "label"),
-                tf.TensorSpec([None], tf.int64, "id")]
-
-    def build_graph(self, x, label, ids):
-        tf.identity(ids, name="ids")
-        logits = self.fc(x)
-        return tf.reduce_mean(tf.nn.sparse_softmax_cross_entropy_with_logits(labels=label, logits=logits),
-                              name="cost")
-
-    def optimizer(self):
-        return keras.optimizers.SGD(0.1)
+        self.fc = keras.layers.Dense(2, kernel_initializer="ones")
 
 
 class Batches:
@@ -44,7 +33,7 @@ class Batches:
     def __init__(self, n=STEPS, label=None):
         self.n, self.label, self.epoch_tag, self.read_at, self.trainer = n, label, 0, [], None
         rng = np.random.default_rng(0)
-        self.x = [rng.normal(size=(BATCH, 5)).astype(np.float32) for _ in range(n)]
+        self.x = [rng.normal(size=(BATCH, 4)).astype(np.float32) for _ in range(n)]
 
     def __len__(self):
         return self.n
@@ -52,23 +41,16 @@ class Batches:
     def __iter__(self):
         for i in range(self.n):
             self.read_at.append(self.trainer.global_step)
-            label = np.full(BATCH, i % 3 if self.label is None else self.label, np.int32)
+            label = np.full(BATCH, i % 2 if self.label is None else self.label, np.int32)
             yield self.x[i], label, np.full(BATCH, 100 * self.epoch_tag + i, np.int64)
 
 
-class Recorder(Callback):
-    """The ids each step trained on; moves the dataflow's ``epoch_tag`` at each epoch's end."""
+class Recorder(BatchRecorder):
+    """The ids and cost of every step; moves the dataflow's ``epoch_tag`` at each epoch's end."""
 
     def __init__(self, flow):
-        self.flow, self.ids = flow, []
-
-    def _before_run(self, ctx):
-        return ["ids"]
-
-    def _after_run(self, ctx, values):
-        ids = set(values.results[0].tolist())
-        assert len(ids) == 1, ids  # one batch per step
-        self.ids.append(ids.pop())
+        super().__init__()
+        self.flow = flow
 
     def _trigger_epoch(self):
         self.flow.epoch_tag += 1
@@ -89,8 +71,9 @@ def train(prefetch=True, flow=None, **config):
 def test_reading_ahead_trains_on_the_same_batches_as_reading_at_each_step():
     ahead, flow_ahead, rec_ahead, weights_ahead = train(prefetch=True)
     plain, flow_plain, rec_plain, weights_plain = train(prefetch=False)
-    expected = [100 * epoch + i for epoch in range(EPOCHS) for i in range(STEPS)]
+    expected = {epoch + 1: [100 * epoch + i for i in range(STEPS) for _ in range(BATCH)] for epoch in range(EPOCHS)}
     assert rec_ahead.ids == rec_plain.ids == expected  # epoch callbacks reached each next epoch
+    assert rec_ahead.costs == rec_plain.costs
     for a, b in zip(weights_ahead, weights_plain):
         np.testing.assert_array_equal(a, b)
     assert ahead.global_step == plain.global_step == STEPS * EPOCHS
@@ -131,7 +114,7 @@ def test_a_failing_step_raises_its_own_error_and_leaves_the_step_usable():
         train(flow=flow)
     trainer = flow.trainer
     assert trainer.global_step == 0  # raised by step 0 itself, not by the next one
-    good = {"tower0/x": np.ones((2, 5), np.float32), "tower0/label": np.zeros(2, np.int32),
+    good = {"tower0/x": np.ones((2, 4), np.float32), "tower0/label": np.zeros(2, np.int32),
             "tower0/id": np.zeros(2, np.int64)}
     assert np.isfinite(trainer.train_op(**good).numpy())  # no error is left in an executor
 
