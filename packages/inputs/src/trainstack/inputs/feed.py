@@ -60,7 +60,7 @@ class FeedInput(InputSource):
         self._to_skip = 0
         self._ahead = None
         self._tower_feeds = [[(feed_name(spec.name, k), spec.dtype) for spec in self.input_signature]
-                       for k in range(self.num_towers)]
+                             for k in range(self.num_towers)]
         self._check = DatapointCheck(self.input_signature, source=self.name)
 
     def _skip(self, n: int) -> bool:
