@@ -40,6 +40,16 @@ class LargeArrays(Indices):
             yield [np.full(LARGE_FLOATS, i, dtype=np.float32)]
 
 
+class SmallPoints(Indices):
+    """Datapoints ``[64 float32, index]`` made in a few microseconds: the per-datapoint cost of
+    the transport (a message, a decode, a hand-over) is all there is to measure."""
+
+    def __iter__(self) -> Iterator[list]:
+        x = np.arange(64, dtype=np.float32)
+        for (i,) in super().__iter__():
+            yield [x * i, i]
+
+
 def augment(dp: list[int]) -> list:
     """Decode and augment in NumPy, a few ms per datapoint: an image drawn from the index
     (the decode), a random crop, a flip, a 3x3 box blur, per-channel normalization."""

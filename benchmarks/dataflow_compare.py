@@ -12,6 +12,8 @@ Pipelines (their work is in ``_dataflow_pipelines.py``):
   and transfer dominate;
 - ``large``: one 4 MB float32 array per datapoint from 2 workers (``MultiProcessRunnerZMQ``):
   copying dominates;
+- ``small``: small datapoints (``[64 float32, int]``, made in microseconds) from 2 workers
+  (``MultiProcessRunnerZMQ``): the cost per datapoint of the transport itself;
 - ``lmdb``: tensorpack's "Efficient DataFlow" recipe: a dataset of 4096 images written once into
   one LMDB file by each library's ``LMDBSerializer.save``, read back sequentially
   (``LMDBSerializer.load(path, shuffle=False)``, repeated), shuffled locally
@@ -51,6 +53,7 @@ import numpy as np  # noqa: E402
 BATCH = 64
 # pipeline -> (what one item is, items per datapoint read)
 UNITS = {"augment-1w": "batches", "augment-2w": "batches", "light": "datapoints", "large": "datapoints",
+         "small": "datapoints",
          "lmdb": "batches", "train": "steps"}
 TRAIN_STEPS = 50  # steps per epoch of the train pipeline (its rate is taken over whole epochs)
 LMDB_DIR = tempfile.mkdtemp(prefix="dataflow_compare_")  # one LMDB file per library, written once
@@ -85,6 +88,8 @@ def dataflow_pipeline(lib: Any, name: str) -> tuple[Iterable, Callable[[], None]
         # trainstack's QueueInput stops trainstack's workers after training; tensorpack's stop in
         # __del__, called here so that none outlives its block
         return lib.BatchData(mapped, BATCH), getattr(mapped, "close", None) or mapped.__del__
+    elif name == "small":
+        df = lib.MultiProcessRunnerZMQ(work.SmallPoints(), num_proc=2)
     else:
         df = lib.MultiProcessRunnerZMQ(work.LargeArrays(), num_proc=2)
     df.reset_state()
@@ -134,6 +139,13 @@ def tfdata_pipeline(name: str, native: bool) -> tuple[Iterable, Callable[[], Non
         if name == "train":
             ds = ds.map(lambda x, i: (tf.ensure_shape(x, [256]), tf.ensure_shape(i, []))).batch(BATCH)
             return ds.prefetch(tf.data.AUTOTUNE), lambda: None
+    elif name == "small":
+        if native:
+            ds = indices.map(lambda i: (tf.range(64, dtype=tf.float32) * tf.cast(i, tf.float32), i),
+                             num_parallel_calls=2)
+        else:
+            ds = indices.map(python_map(lambda dp: [np.arange(64, dtype=np.float32) * dp[0], np.int64(dp[0])],
+                                        [tf.float32, tf.int64]), num_parallel_calls=2)
     else:
         if native:
             ds = indices.map(lambda i: tf.fill([work.LARGE_FLOATS], tf.cast(i, tf.float32)), num_parallel_calls=2)

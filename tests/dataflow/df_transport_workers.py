@@ -102,3 +102,22 @@ class SlowForever:
         while True:
             time.sleep(self.delay)
             yield [np.zeros(1)]
+
+
+class ReusedArray:
+    """``n`` datapoints ``[array, i]`` written into the same array of ``size`` float32 (a dataflow
+    may reuse its output buffers), filled with ``i``; one pass."""
+
+    def __init__(self, n: int, size: int) -> None:
+        self.n, self.size = n, size
+
+    def reset_state(self) -> None:
+        self.buffer = np.zeros(self.size, dtype=np.float32)
+
+    def __len__(self) -> int:
+        return self.n
+
+    def __iter__(self):
+        for i in range(self.n):
+            self.buffer[:] = i
+            yield [self.buffer, i]

@@ -147,6 +147,12 @@ for _cls in RUNNERS:
         with closing(runner(lib, cls, ids(5), 1)) as ds:
             return len(ds), passes(ds, 2)
 
+    @case(f"runner_pass_abandoned_midway[{_cls}]")
+    def _runner_abandoned(lib: Any, cls: str = _cls) -> Any:
+        # trainstack's worker sends the pass in one chunk: its rest must wait for the next pass
+        with closing(runner(lib, cls, ids(5), 1)) as ds:
+            return take(ds, 3), passes(ds, 2)
+
     @case(f"runner_two_processes[{_cls}]")
     def _runner_two(lib: Any, cls: str = _cls) -> Any:
         with closing(runner(lib, cls, ids(5), 2)) as ds:

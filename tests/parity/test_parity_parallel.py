@@ -59,6 +59,7 @@ SAME = ["strict_twice[MultiProcessMapData]", "strict_twice[MultiProcessMapDataZM
         "endless_two_workers", "none_results_endless", "lambda_map_func",
         "runner_one_process[MultiProcessRunner]", "runner_two_processes[MultiProcessRunner]",
         "runner_one_process[MultiProcessRunnerZMQ]", "runner_two_processes[MultiProcessRunnerZMQ]",
+        "runner_pass_abandoned_midway[MultiProcessRunner]", "runner_pass_abandoned_midway[MultiProcessRunnerZMQ]",
         "types[MultiProcessMapData]", "types[MultiProcessRunnerZMQ]", "mutating_map_func",
         "map_and_batch_one_process",
         "map_and_batch_two_processes[MultiProcessMapAndBatchData]",
@@ -84,6 +85,9 @@ def test_the_cases_observe_what_they_should(tensorpack_outcomes):
     assert tensorpack_value(tensorpack_outcomes, "none_results_endless") == \
         (9, sorted(repr(observe(dp)) for dp in ids(6)[::2]))
     assert tensorpack_value(tensorpack_outcomes, "mutating_map_func") == [[1, 2, 3, 4]] * 2
+    rest_first = [observe(dp) for dp in ids(5)[3:] + ids(5)[:3]]
+    assert tensorpack_value(tensorpack_outcomes, "runner_pass_abandoned_midway[MultiProcessRunnerZMQ]") == \
+        ([observe(dp) for dp in ids(3)], [rest_first, rest_first])
     lengths, seen, bounded = tensorpack_value(tensorpack_outcomes, "runner_two_processes[MultiProcessRunner]")
     assert lengths == [5, 5] and set(seen) <= {repr(observe(dp)) for dp in ids(5)} and bounded
 

@@ -1,7 +1,8 @@
 """What runs inside a worker process of the multi-process dataflows.
 
-:func:`run_worker` runs a dataflow pass after pass and sends each datapoint
-to the trainer as a msgpack frame tagged with its pass number, then an
+:func:`run_worker` runs a dataflow pass after pass and sends its datapoints
+to the trainer in msgpack ``chunk`` frames tagged with their pass number
+(several small datapoints per frame, see :data:`CHUNK_SECONDS`), then an
 ``end_of_pass`` frame; :func:`run_map_worker` maps the datapoints the trainer
 sends it (``task`` frames) and sends each result back (``result`` frames).
 An exception is sent as an ``error`` frame with its traceback, and the worker
@@ -20,6 +21,7 @@ import queue
 import signal
 import sys
 import threading
+import time
 import traceback
 from collections.abc import Callable, Iterator
 from multiprocessing import parent_process
@@ -29,9 +31,9 @@ from typing import Any
 from .base import fix_rng_seed
 from .codec import (
     OOB_MIN_BYTES,
+    chunk_frame,
     decode_frame,
     encode_frame,
-    encode_frame_oob,
     pack_datapoint_oob,
     results_frame,
     send_frame,
@@ -106,19 +108,72 @@ def _seed_rngs(seed: int | None) -> None:
         tensorpack_utils.fix_rng_seed(seed)
 
 
+#: A stream worker sends the small datapoints it makes quickly several per ``chunk`` frame, so
+#: that the trainer pays one message (a wake-up, a read, a hand-over) per chunk, not per datapoint:
+#: a chunk is sent once it holds this many datapoints or bytes, or once waiting for the next
+#: datapoint would keep its first one longer than this many seconds (a datapoint that takes
+#: longer than that to make goes alone, as soon as it is made).
+CHUNK_DATAPOINTS = 64
+CHUNK_BYTES = 1 << 16
+CHUNK_SECONDS = 0.002
+
+
+class _Chunk:
+    """The small datapoints (packed) a stream worker holds back to send in one ``chunk`` frame."""
+
+    def __init__(self, pass_num: int) -> None:
+        self.pass_num = pass_num
+        self.packed: list[bytes] = []
+        self.size = 0
+        self.first = 0.0  # when its first datapoint was made
+
+    def add(self, packed: bytes, now: float, took: float) -> bool:
+        """Hold ``packed``, made at ``now`` in ``took`` seconds; whether the chunk is to go now
+        (the next datapoint may take as long to make)."""
+        if not self.packed:
+            self.first = now
+        self.packed.append(packed)
+        self.size += len(packed)
+        return (len(self.packed) >= CHUNK_DATAPOINTS or self.size >= CHUNK_BYTES
+                or now - self.first + took >= CHUNK_SECONDS)
+
+    def take(self) -> Iterator[tuple[bytes, list[memoryview]]]:
+        """The chunk's frame (none when it is empty); the chunk is empty after."""
+        if self.packed:
+            packed, self.packed, self.size = self.packed, [], 0
+            yield chunk_frame(self.pass_num, packed), []
+
+
 def _frames(dataflow: Any, index: int, count: int, sharded: bool,
             map_func: Callable[[Any], Any] | None,
             forbid_empty_pass: bool) -> Iterator[tuple[bytes, list[memoryview]]]:
     """The frames of pass after pass; a sharded worker keeps datapoints ``k % count == index``."""
     for pass_num in itertools.count():
         empty = True
-        for k, datapoint in enumerate(dataflow):
-            empty = False
-            if sharded and k % count != index:
-                continue
-            if map_func is not None:
-                datapoint = map_func(datapoint)
-            yield encode_frame_oob("data", OOB_MIN_BYTES, pass_num=pass_num, datapoint=datapoint)
+        chunk = _Chunk(pass_num)
+        resumed = time.perf_counter()  # since when this worker has been making the next datapoint
+        try:
+            for k, datapoint in enumerate(dataflow):
+                empty = False
+                if sharded and k % count != index:
+                    continue
+                if map_func is not None:
+                    datapoint = map_func(datapoint)
+                packed, buffers = pack_datapoint_oob(datapoint, OOB_MIN_BYTES)
+                now = time.perf_counter()
+                took, resumed = now - resumed, now
+                if buffers:  # views of its arrays: sent before the dataflow can change them
+                    yield from chunk.take()
+                    yield chunk_frame(pass_num, [packed]), buffers
+                elif chunk.add(packed, now, took):
+                    yield from chunk.take()
+                else:
+                    continue
+                resumed = time.perf_counter()  # the time a send blocked is not the dataflow's
+        except Exception:
+            yield from chunk.take()  # what was made before the failure reaches the trainer before its error
+            raise
+        yield from chunk.take()
         if empty and forbid_empty_pass:
             raise EmptyDataFlowError(f"the dataflow {type(dataflow).__name__} yielded no datapoint in "
                                      "a whole pass; a worker needs at least one datapoint per pass")

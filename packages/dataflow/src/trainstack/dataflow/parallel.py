@@ -21,6 +21,7 @@ imports TensorFlow does not make its workers import it.
 """
 from __future__ import annotations
 
+import collections
 from collections.abc import Callable, Iterator
 from multiprocessing.connection import wait
 from typing import Any
@@ -145,12 +146,12 @@ class MultiProcessDataFlow(WorkerProcesses):
                     if frame["kind"] == "end_of_pass":
                         w.pass_num += 1
                     elif frame["pass_num"] == pass_num:
-                        yield frame["datapoint"]
-                    # else: a datapoint of an earlier pass whose iteration was abandoned midway
+                        yield from frame["datapoints"]
+                    # else: datapoints of an earlier pass whose iteration was abandoned midway
 
     def _receive(self, w: Worker) -> dict[str, Any]:
         frame = receive(self.name, w, self.num_workers, self._closing, f" during pass {w.pass_num}")
-        if frame["kind"] not in ("data", "end_of_pass") or frame["pass_num"] != w.pass_num:
+        if frame["kind"] not in ("chunk", "end_of_pass") or frame["pass_num"] != w.pass_num:
             raise FrameError(f"{self.name}: worker {w.index} sent a {frame['kind']!r} frame "
                              f"{frame.get('pass_num', '')} while on pass {w.pass_num}")
         return frame
@@ -169,10 +170,12 @@ class MultiProcessRunner(WorkerProcesses, ProxyDataFlow):
     are assumed i.i.d., as in tensorpack. For each datapoint exactly once per pass, use
     :class:`MultiProcessDataFlow` (workers keep shards) or :class:`MultiProcessMapData`.
 
-    A thread per worker reads its datapoints as they come, up to ``num_prefetch`` ahead of the
-    iteration in all (tensorpack's buffer of ``num_prefetch``), so that no worker waits while
-    another's datapoint is read or while the trainer trains; beyond that, each worker runs
-    ahead until its pipe is full (up to 1 MiB on Linux).
+    A thread per worker reads its datapoints as they come, up to ``num_prefetch`` frames ahead
+    of the iteration in all (tensorpack's buffer of ``num_prefetch``), so that no worker waits
+    while another's datapoint is read or while the trainer trains; beyond that, each worker runs
+    ahead until its pipe is full (up to 1 MiB on Linux). A frame holds one datapoint, or several
+    small ones that a worker made within a few milliseconds (at most 64, 64 KiB in all): one
+    message per chunk, not per datapoint.
 
     Differences from tensorpack: ``ds`` is sent to the workers by cloudpickle (spawned, not
     forked: lambdas and script-defined classes work, locks and open files do not);
@@ -185,6 +188,8 @@ class MultiProcessRunner(WorkerProcesses, ProxyDataFlow):
         self.num_prefetch = check_int(type(self).__name__, "num_prefetch", num_prefetch, minimum=1)
         self.num_proc = check_int(type(self).__name__, "num_proc", num_proc, minimum=1)
         self._init_workers(start_method)
+        #: datapoints received and not yet yielded (the rest of a chunk when a pass ended in it)
+        self._ahead: collections.deque[Any] = collections.deque()
 
     @property
     def name(self) -> str:
@@ -197,28 +202,35 @@ class MultiProcessRunner(WorkerProcesses, ProxyDataFlow):
         kwargs = [{"payload": payload, "index": i, "count": self.num_proc, "sharded": False,
                    "seed": seeds[i], "forbid_empty_pass": True} for i in range(self.num_proc)]
         self._start(run_worker, kwargs, read_ahead=self.num_prefetch)
+        self._ahead.clear()  # the old workers' datapoints go with them
 
     def __iter__(self) -> Iterator[Any]:
         self._ensure_started()
         remaining = dataflow_len_or_none(self.ds)  # None: endless
-        readers = self._readers
-        assert readers is not None  # started with read_ahead
+        ahead = self._ahead
         with self._reading():  # any failure stops every worker before it propagates
             while remaining is None or remaining > 0:
-                w, frame = readers.get()
-                if w is None:  # the readers were stopped: the dataflow was closed
-                    raise frame
-                if isinstance(frame, EOFError):  # the worker exited or died
-                    raise worker_failure(self.name, w, self.num_proc, self._closing)
-                if isinstance(frame, BaseException):  # a malformed frame, a failed read
-                    raise frame
-                if checked_frame(self.name, frame)["kind"] != "data":
-                    continue  # end_of_pass: the runner does not count the workers' passes
-                yield frame["datapoint"]
+                if not ahead:
+                    ahead.extend(self._next_chunk())
+                    continue
+                yield ahead.popleft()
                 if remaining is not None:
                     remaining -= 1
-                    if remaining == 0:
-                        return
+
+    def _next_chunk(self) -> list[Any]:
+        """The datapoints of the next frame from any worker (none for an ``end_of_pass``)."""
+        readers = self._readers
+        assert readers is not None  # started with read_ahead
+        w, frame = readers.get()
+        if w is None:  # the readers were stopped: the dataflow was closed
+            raise frame
+        if isinstance(frame, EOFError):  # the worker exited or died
+            raise worker_failure(self.name, w, self.num_proc, self._closing)
+        if isinstance(frame, BaseException):  # a malformed frame, a failed read
+            raise frame
+        if checked_frame(self.name, frame)["kind"] != "chunk":
+            return []  # end_of_pass: the runner does not count the workers' passes
+        return frame["datapoints"]  # type: ignore[no-any-return]
 
 
 class MultiProcessRunnerZMQ(MultiProcessRunner):
