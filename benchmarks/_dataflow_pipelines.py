@@ -50,6 +50,22 @@ class SmallPoints(Indices):
             yield [x * i, i]
 
 
+def worker_of(name: str):
+    """A ``worker_factory`` for MultiProcessDataFlow: each worker runs its own endless
+    ``LargeArrays`` (``name`` "large") or ``SmallPoints`` ("small")."""
+    return _LargeWorker() if name == "large" else _SmallWorker()
+
+
+class _LargeWorker:
+    def __call__(self, index: int, count: int) -> LargeArrays:
+        return LargeArrays()
+
+
+class _SmallWorker:
+    def __call__(self, index: int, count: int) -> SmallPoints:
+        return SmallPoints()
+
+
 def augment(dp: list[int]) -> list:
     """Decode and augment in NumPy, a few ms per datapoint: an image drawn from the index
     (the decode), a random crop, a flip, a 3x3 box blur, per-channel normalization."""

@@ -14,6 +14,11 @@ Pipelines (their work is in ``_dataflow_pipelines.py``):
   copying dominates;
 - ``small``: small datapoints (``[64 float32, int]``, made in microseconds) from 2 workers
   (``MultiProcessRunnerZMQ``): the cost per datapoint of the transport itself;
+- ``large-sharded``, ``small-sharded``: the same datapoints through trainstack's
+  ``MultiProcessDataFlow`` (the dataflow under ``MultiProcessInput``: each worker runs its own
+  dataflow, from ``worker_factory``), against tensorpack's ``MultiProcessRunnerZMQ`` (tensorpack
+  has no dataflow of sharded workers; for endless i.i.d. datapoints the runner is what a
+  tensorpack user would use);
 - ``lmdb``: tensorpack's "Efficient DataFlow" recipe: a dataset of 4096 images written once into
   one LMDB file by each library's ``LMDBSerializer.save``, read back sequentially
   (``LMDBSerializer.load(path, shuffle=False)``, repeated), shuffled locally
@@ -53,7 +58,7 @@ import numpy as np  # noqa: E402
 BATCH = 64
 # pipeline -> (what one item is, items per datapoint read)
 UNITS = {"augment-1w": "batches", "augment-2w": "batches", "light": "datapoints", "large": "datapoints",
-         "small": "datapoints",
+         "small": "datapoints", "large-sharded": "datapoints", "small-sharded": "datapoints",
          "lmdb": "batches", "train": "steps"}
 TRAIN_STEPS = 50  # steps per epoch of the train pipeline (its rate is taken over whole epochs)
 LMDB_DIR = tempfile.mkdtemp(prefix="dataflow_compare_")  # one LMDB file per library, written once
@@ -90,6 +95,13 @@ def dataflow_pipeline(lib: Any, name: str) -> tuple[Iterable, Callable[[], None]
         return lib.BatchData(mapped, BATCH), getattr(mapped, "close", None) or mapped.__del__
     elif name == "small":
         df = lib.MultiProcessRunnerZMQ(work.SmallPoints(), num_proc=2)
+    elif name.endswith("-sharded"):
+        source = name.split("-")[0]
+        if hasattr(lib, "MultiProcessDataFlow"):
+            df = lib.MultiProcessDataFlow(worker_factory=work.worker_of(source), num_workers=2)
+        else:  # tensorpack
+            df = lib.MultiProcessRunnerZMQ(work.LargeArrays() if source == "large" else work.SmallPoints(),
+                                           num_proc=2)
     else:
         df = lib.MultiProcessRunnerZMQ(work.LargeArrays(), num_proc=2)
     df.reset_state()
@@ -139,7 +151,7 @@ def tfdata_pipeline(name: str, native: bool) -> tuple[Iterable, Callable[[], Non
         if name == "train":
             ds = ds.map(lambda x, i: (tf.ensure_shape(x, [256]), tf.ensure_shape(i, []))).batch(BATCH)
             return ds.prefetch(tf.data.AUTOTUNE), lambda: None
-    elif name == "small":
+    elif name in ("small", "small-sharded"):
         if native:
             ds = indices.map(lambda i: (tf.range(64, dtype=tf.float32) * tf.cast(i, tf.float32), i),
                              num_parallel_calls=2)

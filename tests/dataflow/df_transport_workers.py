@@ -2,6 +2,9 @@
 spawned workers import it)."""
 from __future__ import annotations
 
+import os
+import time
+
 import numpy as np
 
 BIG = 1 << 15  # codec.OOB_MIN_BYTES: arrays at least this large go out of band
@@ -121,3 +124,33 @@ class ReusedArray:
         for i in range(self.n):
             self.buffer[:] = i
             yield [self.buffer, i]
+
+
+class Paced:
+    """Datapoints ``[first + i]`` for i in range(n), each made in ``delay`` seconds; with
+    ``exit_code``, the process exits with it at the start of its second pass."""
+
+    def __init__(self, n: int, delay: float, first: int = 0, exit_code: int | None = None) -> None:
+        self.n, self.delay, self.first, self.exit_code = n, delay, first, exit_code
+        self.passes = 0
+
+    def __len__(self) -> int:
+        return self.n
+
+    def __iter__(self):
+        if self.passes and self.exit_code is not None:
+            os._exit(self.exit_code)
+        self.passes += 1
+        for i in range(self.n):
+            time.sleep(self.delay)
+            yield [self.first + i]
+
+
+def fast_and_slow(index: int, count: int) -> Paced:
+    """Worker 0 makes 50 datapoints at once, worker 1 five in 0.25 s."""
+    return Paced(50, 0.0) if index == 0 else Paced(5, 0.05, first=100)
+
+
+def dies_after_its_pass_beside_a_slow_one(index: int, count: int) -> Paced:
+    """Worker 0 makes 3 datapoints, then exits with code 3; worker 1 takes a minute per datapoint."""
+    return Paced(3, 0.0, exit_code=3) if index == 0 else Paced(2, 60.0, first=100)

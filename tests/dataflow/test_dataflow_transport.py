@@ -1,7 +1,8 @@
 """The transport between the trainer and its worker processes: large arrays out of band (their
 bytes written from and read into the arrays, after the msgpack frame), several datapoints per
-frame for the map workers, MultiProcessRunner's reader threads (one per worker, up to
-``num_prefetch`` datapoints ahead), and the frames a remote peer may not send."""
+frame for the map workers, the reader threads (one per worker) of MultiProcessRunner (up to
+``num_prefetch`` frames ahead) and of MultiProcessDataFlow (pass by pass), and the frames a
+remote peer may not send."""
 from __future__ import annotations
 
 import gc
@@ -221,4 +222,34 @@ def test_a_runner_dropped_without_close_stops_its_workers_and_readers():
     assert len(reader_threads()) == 2
     del it, runner
     gc.collect()
+    assert reader_threads() == [] and mp.active_children() == []
+
+
+def queued_passes(df) -> set[int]:
+    """The passes of the frames MultiProcessDataFlow's reader threads hold for the iteration."""
+    return {frame["pass_num"] for _, frame in list(df._readers._queue.queue) if isinstance(frame, dict)}
+
+
+def test_the_sharded_workers_readers_read_no_pass_ahead_until_the_pass_is_whole_then_read_it_ahead():
+    with MultiProcessDataFlow(worker_factory=helpers.fast_and_slow, num_workers=2, size=55) as df:
+        for pass_num in range(3):
+            got = []
+            for dp in df:  # worker 0's pass is made at once, worker 1's takes 0.25 s
+                got.append(dp[0])
+                assert queued_passes(df) <= {pass_num}
+            assert sorted(got) == list(range(50)) + list(range(100, 105))
+            deadline = time.monotonic() + 30
+            while pass_num + 1 not in queued_passes(df) and time.monotonic() < deadline:
+                time.sleep(0.01)  # the pass is whole: the next one is read ahead, before its iteration
+            assert queued_passes(df) == {pass_num + 1}
+        assert len(reader_threads()) == 2
+    assert reader_threads() == [] and mp.active_children() == []
+
+
+def test_a_sharded_worker_dying_after_its_pass_is_raised_while_another_still_works_on_it():
+    df = MultiProcessDataFlow(worker_factory=helpers.dies_after_its_pass_beside_a_slow_one, num_workers=2, size=5)
+    start = time.monotonic()
+    with pytest.raises(InputWorkerError, match=r"worker 0 of 2 \(pid \d+\) died with exit code 3 during pass 1"):
+        list(df)
+    assert time.monotonic() - start < 30  # worker 1's pass takes two minutes
     assert reader_threads() == [] and mp.active_children() == []

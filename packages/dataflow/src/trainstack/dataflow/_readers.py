@@ -12,6 +12,12 @@ tensorpack's ``MultiProcessRunnerZMQ``, and the queue's capacity is what its ``h
 Each queue item is ``(worker, frame)``, or ``(worker, error)`` once the worker's connection
 failed (``EOFError``: it exited, or its process ended with nothing left to read); the worker's thread then
 ends. The worker's own error frames arrive as frames, in their order.
+
+Gated readers (``gated=True``, for :class:`~trainstack.dataflow.MultiProcessDataFlow`, which
+delivers pass ``p`` whole before any datapoint of pass ``p + 1``): after a worker's
+``end_of_pass`` frame of pass ``p``, its thread reads on only once the iteration opened pass
+``p + 1`` (:meth:`FrameReaders.open_pass`), so that the queue never holds a pass ahead of the
+iteration, and a worker that runs ahead waits on its full pipe, as it did without the threads.
 """
 from __future__ import annotations
 
@@ -35,11 +41,15 @@ class FrameReaders:
 
     Stop them with :meth:`stop` *after* the worker processes ended and *before* their
     connections are closed: a thread waits on its worker's connection and process.
+    ``gated``: a worker's frames after its ``end_of_pass`` of pass ``p`` are read only once
+    :meth:`open_pass` opened pass ``p + 1`` (pass 0 is open).
     """
 
-    def __init__(self, who: str, workers: list[Worker], capacity: int) -> None:
+    def __init__(self, who: str, workers: list[Worker], capacity: int, *, gated: bool = False) -> None:
         self._queue: queue.Queue[tuple[Worker | None, Any]] = queue.Queue(capacity)
         self._stopping = threading.Event()
+        self._gate = threading.Condition()
+        self._open_pass: int | None = 0 if gated else None  # None: not gated
         self._threads = [threading.Thread(target=self._read, args=(w, f"{who} worker {w.index}"),
                                           name=f"trainstack-dataflow-reader-{w.index}", daemon=True)
                          for w in workers]
@@ -50,10 +60,19 @@ class FrameReaders:
         """The next ``(worker, frame)`` or ``(worker, error)``; ``(None, EOFError)`` once stopped."""
         return self._queue.get()
 
+    def open_pass(self, pass_num: int) -> None:
+        """Let gated threads read the frames of passes up to ``pass_num``."""
+        with self._gate:
+            if self._open_pass is not None and pass_num > self._open_pass:
+                self._open_pass = pass_num
+                self._gate.notify_all()
+
     def stop(self, timeout: float = 5.0) -> None:
         """Make the threads end, wait for them, and wake a caller of :meth:`get` with an
         ``EOFError``. The workers must have ended (their threads are waiting on them)."""
         self._stopping.set()
+        with self._gate:
+            self._gate.notify_all()
         for t in self._threads:
             t.join(timeout)
         while True:  # the frames still queued are dropped with the dataflow
@@ -77,6 +96,21 @@ class FrameReaders:
                 item = e
             if not self._put(w, item) or isinstance(item, BaseException):
                 return
+            if self._open_pass is not None and item["kind"] == "end_of_pass" and not self._opened(w, item["pass_num"] + 1):
+                return
+
+    def _opened(self, w: Worker, pass_num: int) -> bool:
+        """Wait until pass ``pass_num`` is open. False when the readers are stopping, or when the
+        worker died meanwhile (then its ``EOFError`` is queued at once, as an ungated reader would)."""
+        while not self._stopping.is_set():
+            with self._gate:
+                if self._open_pass >= pass_num:  # type: ignore[operator]  # gated: an int
+                    return True
+                self._gate.wait(_PUT_POLL_SECONDS)
+            if wait([w.process.sentinel], 0):
+                self._put(w, EOFError("the worker process ended"))
+                return False
+        return False
 
     def _put(self, w: Worker, item: Any) -> bool:
         while not self._stopping.is_set():

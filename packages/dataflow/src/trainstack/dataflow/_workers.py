@@ -329,21 +329,40 @@ class WorkerProcesses:
         return tuple(w.process for w in self._workers)
 
     def _start(self, target: Callable[..., None], worker_kwargs: list[dict[str, Any]], duplex: bool = False,
-               read_ahead: int | None = None) -> None:
+               read_ahead: int | None = None, gated: bool = False) -> None:
         """Start the workers; with ``read_ahead``, also a :class:`FrameReaders` thread per worker
-        reading up to ``read_ahead`` frames ahead of the iteration (``self._readers``)."""
+        reading up to ``read_ahead`` frames ahead of the iteration (``self._readers``), pass by
+        pass if ``gated``."""
         self.close()
         workers = start_workers(self.name, self.start_method, target, worker_kwargs, duplex=duplex)
         readers = None
         if read_ahead is not None:
             try:
-                readers = FrameReaders(self.name, workers, read_ahead)
+                readers = FrameReaders(self.name, workers, read_ahead, gated=gated)
             except BaseException:
                 stop_workers(workers)
                 raise
         self._workers, self._readers = workers, readers
         self._running, self._closing, self._failed = True, False, None
         self._finalizer = weakref.finalize(self, stop_workers, workers, readers=readers)
+
+    def _next_frame(self, count: int) -> tuple[Worker, dict[str, Any]]:
+        """The next frame any worker sent (of ``count``), from the reader threads; a worker's
+        error frame or death, a malformed frame or a closed dataflow raises."""
+        readers = self._readers
+        assert readers is not None  # started with read_ahead
+        w, frame = readers.get()
+        if w is None:  # the readers were stopped: the dataflow was closed
+            raise frame
+        if isinstance(frame, EOFError):  # the worker exited or died
+            raise worker_failure(self.name, w, count, self._closing, self._during(w))
+        if isinstance(frame, BaseException):  # a malformed frame, a failed read
+            raise frame
+        return w, checked_frame(self.name, frame)
+
+    def _during(self, w: Worker) -> str:
+        """What worker ``w`` was doing, for the error saying it died (e.g. ``" during pass 2"``)."""
+        return ""
 
     def _ensure_started(self) -> None:
         """Start the workers unless they run; refuse when a failure stopped them."""

@@ -8,8 +8,11 @@ preprocessing uses more than one core.
   :class:`MultiProcessRunnerZMQ` (alias ``PrefetchDataZMQ``): every worker runs
   the *whole* dataflow, forever, each with its own random seed; a pass of the
   runner is ``len(ds)`` datapoints from whichever workers produced them first
-  (so it assumes datapoints are i.i.d., as in tensorpack); a thread per worker
-  reads ahead (:mod:`._readers`).
+  (so it assumes datapoints are i.i.d., as in tensorpack).
+
+In both, a thread per worker reads its frames ahead of the iteration
+(:mod:`._readers`), and a worker sends the small datapoints it makes quickly
+several per frame (:mod:`._worker`).
 
 Workers send datapoints to the trainer as msgpack frames (:mod:`.codec`)
 through pipes; nothing is unpickled from them. Pickle is used once, to start
@@ -23,7 +26,6 @@ from __future__ import annotations
 
 import collections
 from collections.abc import Callable, Iterator
-from multiprocessing.connection import wait
 from typing import Any
 
 from trainstack.loop.checks import check_int
@@ -32,15 +34,16 @@ from ._worker import run_worker
 from ._workers import (
     Worker,
     WorkerProcesses,
-    checked_frame,
     pickle_payload,
-    receive,
-    worker_failure,
     worker_seeds,
 )
 from .base import ProxyDataFlow
-from .errors import FrameError, InputWorkerError
+from .errors import FrameError
 from .protocol import dataflow_len_or_none
+
+#: How many frames :class:`MultiProcessDataFlow`'s reader threads take ahead of the iteration, per
+#: worker: enough that a worker rarely waits while another's frame is read, few for large ones.
+_FRAMES_AHEAD_PER_WORKER = 2
 
 __all__ = ["MultiProcessDataFlow", "MultiProcessRunner", "MultiProcessRunnerZMQ", "PrefetchData",
            "PrefetchDataZMQ", "MultiProcessPrefetchData"]
@@ -66,7 +69,9 @@ class MultiProcessDataFlow(WorkerProcesses):
     number, and pass ``p`` is delivered completely (every worker's
     ``end_of_pass``) before any datapoint of pass ``p + 1``; a worker that runs
     ahead waits on its full pipe. Datapoints of one pass arrive in whatever
-    order the workers produce them.
+    order the workers produce them. A thread per worker reads its frames (up
+    to two per worker in all) while the iteration's thread works on others, and
+    once a pass is whole, reads the next pass ahead.
 
     Workers start on :meth:`reset_state` (or the first iteration) and stop on
     :meth:`close`, when this object is collected, or at exit; they also exit
@@ -122,42 +127,31 @@ class MultiProcessDataFlow(WorkerProcesses):
         seeds = worker_seeds(self.num_workers, shared=sharded)
         kwargs = [{"payload": payload, "index": i, "count": self.num_workers, "sharded": sharded,
                    "seed": seeds[i]} for i in range(self.num_workers)]
-        self._start(run_worker, kwargs)
+        self._start(run_worker, kwargs, read_ahead=_FRAMES_AHEAD_PER_WORKER * self.num_workers, gated=True)
         self._next_pass = 0
 
     def __iter__(self) -> Iterator[Any]:
         """The datapoints of the next pass, from all workers."""
         self._ensure_started()
         pass_num, self._next_pass = self._next_pass, self._next_pass + 1
-        workers = self._workers
+        workers, readers = self._workers, self._readers
+        assert readers is not None  # started with read_ahead
+        readers.open_pass(pass_num)  # (already open unless the pass before was abandoned midway)
         with self._reading():  # any failure stops every worker before it propagates
-            while True:
-                pending = [w for w in workers if w.pass_num <= pass_num]
-                if not pending:
-                    return
-                ready = set(wait([w.conn for w in pending] + [w.process.sentinel for w in workers]))
-                for w in workers:
-                    if w.process.sentinel in ready:
-                        raise self._failure(w)
-                for w in pending:
-                    if w.conn not in ready:
-                        continue
-                    frame = self._receive(w)
-                    if frame["kind"] == "end_of_pass":
-                        w.pass_num += 1
-                    elif frame["pass_num"] == pass_num:
-                        yield from frame["datapoints"]
-                    # else: datapoints of an earlier pass whose iteration was abandoned midway
+            while any(w.pass_num <= pass_num for w in workers):
+                w, frame = self._next_frame(self.num_workers)
+                if frame["kind"] not in ("chunk", "end_of_pass") or frame["pass_num"] != w.pass_num:
+                    raise FrameError(f"{self.name}: worker {w.index} sent a {frame['kind']!r} frame "
+                                     f"{frame.get('pass_num', '')} while on pass {w.pass_num}")
+                if frame["kind"] == "end_of_pass":
+                    w.pass_num += 1
+                elif frame["pass_num"] == pass_num:
+                    yield from frame["datapoints"]
+                # else: datapoints of an earlier pass whose iteration was abandoned midway
+        readers.open_pass(pass_num + 1)  # whole: the workers may send the next pass ahead
 
-    def _receive(self, w: Worker) -> dict[str, Any]:
-        frame = receive(self.name, w, self.num_workers, self._closing, f" during pass {w.pass_num}")
-        if frame["kind"] not in ("chunk", "end_of_pass") or frame["pass_num"] != w.pass_num:
-            raise FrameError(f"{self.name}: worker {w.index} sent a {frame['kind']!r} frame "
-                             f"{frame.get('pass_num', '')} while on pass {w.pass_num}")
-        return frame
-
-    def _failure(self, w: Worker) -> InputWorkerError:
-        return worker_failure(self.name, w, self.num_workers, self._closing, f" during pass {w.pass_num}")
+    def _during(self, w: Worker) -> str:
+        return f" during pass {w.pass_num}"
 
 
 class MultiProcessRunner(WorkerProcesses, ProxyDataFlow):
@@ -219,16 +213,8 @@ class MultiProcessRunner(WorkerProcesses, ProxyDataFlow):
 
     def _next_chunk(self) -> list[Any]:
         """The datapoints of the next frame from any worker (none for an ``end_of_pass``)."""
-        readers = self._readers
-        assert readers is not None  # started with read_ahead
-        w, frame = readers.get()
-        if w is None:  # the readers were stopped: the dataflow was closed
-            raise frame
-        if isinstance(frame, EOFError):  # the worker exited or died
-            raise worker_failure(self.name, w, self.num_proc, self._closing)
-        if isinstance(frame, BaseException):  # a malformed frame, a failed read
-            raise frame
-        if checked_frame(self.name, frame)["kind"] != "chunk":
+        _, frame = self._next_frame(self.num_proc)
+        if frame["kind"] != "chunk":
             return []  # end_of_pass: the runner does not count the workers' passes
         return frame["datapoints"]  # type: ignore[no-any-return]
 
