@@ -112,7 +112,8 @@ def _seed_rngs(seed: int | None) -> None:
 #: that the trainer pays one message (a wake-up, a read, a hand-over) per chunk, not per datapoint:
 #: a chunk is sent once it holds this many datapoints or bytes, or once waiting for the next
 #: datapoint would keep its first one longer than this many seconds (a datapoint that takes
-#: longer than that to make goes alone, as soon as it is made).
+#: longer than that to make goes alone, as soon as it is made). "Would" is judged by how long the
+#: last datapoint took: a dataflow that stalls all of a sudden holds its chunk as long.
 CHUNK_DATAPOINTS = 64
 CHUNK_BYTES = 1 << 16
 CHUNK_SECONDS = 0.002
