@@ -50,20 +50,14 @@ class SmallPoints(Indices):
             yield [x * i, i]
 
 
-def worker_of(name: str):
-    """A ``worker_factory`` for MultiProcessDataFlow: each worker runs its own endless
-    ``LargeArrays`` (``name`` "large") or ``SmallPoints`` ("small")."""
-    return _LargeWorker() if name == "large" else _SmallWorker()
+def large_worker(index: int, count: int) -> LargeArrays:
+    """A ``worker_factory`` for MultiProcessDataFlow: each worker runs its own ``LargeArrays``."""
+    return LargeArrays()
 
 
-class _LargeWorker:
-    def __call__(self, index: int, count: int) -> LargeArrays:
-        return LargeArrays()
-
-
-class _SmallWorker:
-    def __call__(self, index: int, count: int) -> SmallPoints:
-        return SmallPoints()
+def small_worker(index: int, count: int) -> SmallPoints:
+    """A ``worker_factory`` for MultiProcessDataFlow: each worker runs its own ``SmallPoints``."""
+    return SmallPoints()
 
 
 def augment(dp: list[int]) -> list:

@@ -96,12 +96,12 @@ def dataflow_pipeline(lib: Any, name: str) -> tuple[Iterable, Callable[[], None]
     elif name == "small":
         df = lib.MultiProcessRunnerZMQ(work.SmallPoints(), num_proc=2)
     elif name.endswith("-sharded"):
-        source = name.split("-")[0]
+        large = name.startswith("large")
         if hasattr(lib, "MultiProcessDataFlow"):
-            df = lib.MultiProcessDataFlow(worker_factory=work.worker_of(source), num_workers=2)
+            df = lib.MultiProcessDataFlow(worker_factory=work.large_worker if large else work.small_worker,
+                                          num_workers=2)
         else:  # tensorpack
-            df = lib.MultiProcessRunnerZMQ(work.LargeArrays() if source == "large" else work.SmallPoints(),
-                                           num_proc=2)
+            df = lib.MultiProcessRunnerZMQ(work.LargeArrays() if large else work.SmallPoints(), num_proc=2)
     else:
         df = lib.MultiProcessRunnerZMQ(work.LargeArrays(), num_proc=2)
     df.reset_state()

@@ -5,7 +5,8 @@ against TFDatasetInput, on keras_compare.py's MLP.
 
 Two dataflows of 20 batches of 64: ``plain`` yields keras_compare's arrays as they are (the work
 per batch is FeedInput's own: read, check, convert), ``noisy`` adds Gaussian noise to each batch in
-NumPy first (about 0.6 ms per batch in this process, holding the GIL: an in-process augmentation).
+NumPy first (about 0.45 ms per batch on the machine of benchmarks/README.md, holding the GIL: an
+in-process augmentation; the script prints what it costs on yours).
 Contenders: ``FeedInput`` (reads ahead, the default), ``FeedInput(prefetch=False)`` over each, and
 ``TFDatasetInput`` over keras_compare's dataset, whose elements are whole batches: its step is
 traced with a static batch size, where a FeedInput's has the model's ``inputs()``, ``[None, 784]``
@@ -28,7 +29,7 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 from _rounds import add_round_arguments, ratio, run_rounds, steps_per_s  # noqa: E402
-from keras_compare import dataset, make_batches, trainstack_run  # noqa: E402
+from keras_compare import Contender, dataset, make_batches, trainstack_run  # noqa: E402
 
 from trainstack.inputs import FeedInput, TFDatasetInput  # noqa: E402
 
@@ -55,7 +56,7 @@ class Noisy:
             yield x + self.rng.standard_normal(x.shape, np.float32) * np.float32(0.1), label
 
 
-def contenders(batches: list) -> dict[str, functools.partial]:
+def contenders(batches: list) -> dict[str, Contender]:
     inputs = {
         REFERENCE: lambda: TFDatasetInput(dataset(batches)),
         "FeedInput, plain": lambda: FeedInput(batches),
@@ -65,8 +66,7 @@ def contenders(batches: list) -> dict[str, functools.partial]:
     }
     runs = {name: trainstack_run("mlp", batches, make) for name, make in inputs.items()}
     # the graph, not the input: TFDatasetInput's step has the dataset's static batch size
-    runs[STATIC] = trainstack_run(
-        "mlp", batches, inputs["FeedInput, plain"], static_batch=True)
+    runs[STATIC] = trainstack_run("mlp", batches, inputs["FeedInput, plain"], static_batch=True)
     return runs
 
 
@@ -98,6 +98,7 @@ def main() -> None:
         versus = f"{ratio(blocks, name, twin):.2f}x ({twin})" if twin in blocks else "-"
         print(f"| {name} | {steps_per_s(blocks[name], args.steps):.0f} | "
               f"{ratio(blocks, name, REFERENCE):.2f}x | {versus} |")
+
 
 if __name__ == "__main__":
     main()

@@ -244,12 +244,12 @@ def stop_workers(workers: list[Worker], timeout: float = 5.0, readers: FrameRead
         w.process = ExitedProcess(process.pid, process.name, process.exitcode)
 
 
-def receive(who: str, w: Worker, count: int, closing: bool, during: str = "") -> dict[str, Any]:
+def receive(who: str, w: Worker, count: int, closing: bool) -> dict[str, Any]:
     """The next frame of worker ``w``; its error frame or its death raises InputWorkerError."""
     try:
         frame = recv_frame(w.conn, peer=f"{who} worker {w.index}")
     except EOFError:
-        raise worker_failure(who, w, count, closing, during) from None
+        raise worker_failure(who, w, count, closing) from None
     return checked_frame(who, frame)
 
 
@@ -346,16 +346,16 @@ class WorkerProcesses:
         self._running, self._closing, self._failed = True, False, None
         self._finalizer = weakref.finalize(self, stop_workers, workers, readers=readers)
 
-    def _next_frame(self, count: int) -> tuple[Worker, dict[str, Any]]:
-        """The next frame any worker sent (of ``count``), from the reader threads; a worker's
-        error frame or death, a malformed frame or a closed dataflow raises."""
+    def _next_frame(self) -> tuple[Worker, dict[str, Any]]:
+        """The next frame any worker sent, from the reader threads; a worker's error frame or
+        death, a malformed frame or a closed dataflow raises."""
         readers = self._readers
         assert readers is not None  # started with read_ahead
         w, frame = readers.get()
         if w is None:  # the readers were stopped: the dataflow was closed
             raise frame
         if isinstance(frame, EOFError):  # the worker exited or died
-            raise worker_failure(self.name, w, count, self._closing, self._during(w))
+            raise worker_failure(self.name, w, len(self._workers), self._closing, self._during(w))
         if isinstance(frame, BaseException):  # a malformed frame, a failed read
             raise frame
         return w, checked_frame(self.name, frame)

@@ -139,7 +139,7 @@ class MultiProcessDataFlow(WorkerProcesses):
         readers.open_pass(pass_num)  # (already open unless the pass before was abandoned midway)
         with self._reading():  # any failure stops every worker before it propagates
             while any(w.pass_num <= pass_num for w in workers):
-                w, frame = self._next_frame(self.num_workers)
+                w, frame = self._next_frame()
                 if frame["kind"] not in ("chunk", "end_of_pass") or frame["pass_num"] != w.pass_num:
                     raise FrameError(f"{self.name}: worker {w.index} sent a {frame['kind']!r} frame "
                                      f"{frame.get('pass_num', '')} while on pass {w.pass_num}")
@@ -213,7 +213,7 @@ class MultiProcessRunner(WorkerProcesses, ProxyDataFlow):
 
     def _next_chunk(self) -> list[Any]:
         """The datapoints of the next frame from any worker (none for an ``end_of_pass``)."""
-        _, frame = self._next_frame(self.num_proc)
+        _, frame = self._next_frame()
         if frame["kind"] != "chunk":
             return []  # end_of_pass: the runner does not count the workers' passes
         return frame["datapoints"]  # type: ignore[no-any-return]
