@@ -1,6 +1,9 @@
 """Fixtures shared by the layers' tests (each layer's own live in its folder's conftest.py).
 
 - ``logger_dir``: a fresh logger directory for one test.
+- ``socket_dir``: a short, fresh folder for Unix socket files (``ipc://`` addresses), made
+  under ``/tmp`` and removed afterwards. Not ``tmp_path``: under nox that lies inside the
+  clone, and a socket's path holds at most 107 bytes, so a deep clone could not bind there.
 - ``once_per_session(name, make)``: a run that is expensive (several processes, or a whole
   training run used as a reference), which under pytest-xdist every worker would otherwise
   repeat. It gives the directory ``<session tmp>/<name>``, calling ``make(directory)`` only the
@@ -11,7 +14,9 @@ from __future__ import annotations
 
 import fcntl
 import os
-from collections.abc import Callable
+import shutil
+import tempfile
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -25,6 +30,14 @@ def logger_dir(tmp_path):
     dirname = set_logger_dir(str(tmp_path / "train_log"))
     yield dirname
     unset_logger_dir()
+
+
+@pytest.fixture
+def socket_dir() -> Iterator[Path]:
+    """A fresh folder with a short path for socket files; removed afterwards."""
+    path = tempfile.mkdtemp(prefix="ts-", dir="/tmp")
+    yield Path(path)
+    shutil.rmtree(path, ignore_errors=True)
 
 
 @pytest.fixture(scope="session")

@@ -26,7 +26,7 @@ def save_lmdb(tmp: Any) -> None:
 
 
 def iterate_remote(tmp: Any) -> None:
-    next(iter(ts.RemoteDataZMQ(f"ipc://{tmp}/pipe")))
+    next(iter(ts.RemoteDataZMQ("ipc://@trainstack-never-bound")))
 
 
 CASES: list[tuple[str, str, Callable[[Any], Any]]] = [
@@ -36,7 +36,7 @@ CASES: list[tuple[str, str, Callable[[Any], Any]]] = [
     ("lmdb", "LMDBData", lambda tmp: ts.CaffeLMDB(str(tmp))),
     ("h5py", "HDF5Data", lambda tmp: ts.HDF5Data(str(tmp / "x.h5"), ["a"])),
     ("h5py", "HDF5Serializer", lambda tmp: ts.HDF5Serializer.save(ts.DataFromList([[1]]), str(tmp / "x.h5"), ["a"])),
-    ("zmq", "send_dataflow_zmq", lambda tmp: ts.send_dataflow_zmq(ts.DataFromList([[1]]), f"ipc://{tmp}/p")),
+    ("zmq", "send_dataflow_zmq", lambda tmp: ts.send_dataflow_zmq(ts.DataFromList([[1]]), "ipc://@trainstack-never-bound")),
     ("zmq", "RemoteDataZMQ", iterate_remote),
     ("tensorflow", "TFRecordSerializer",
      lambda tmp: ts.TFRecordSerializer.save(ts.DataFromList([[1]]), str(tmp / "r"))),

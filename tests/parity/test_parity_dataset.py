@@ -4,7 +4,9 @@ same seeded ``rng``."""
 from __future__ import annotations
 
 import os
+import shutil
 import sys
+import tempfile
 
 import numpy as np
 import pytest
@@ -49,12 +51,22 @@ def test_mnist(tmp_path, name, split, shuffle):
 
 
 @pytest.fixture(scope="module")
-def cifar_dir(tmp_path_factory):
-    """CIFAR-10 and -100 test splits of 10000 images each: tensorpack reads exactly that many."""
-    root = tmp_path_factory.mktemp("cifar")
-    dataset_files.write_cifar(root, 10, per_file=10000, seed=1, splits=("test",))
-    dataset_files.write_cifar(root, 100, per_file=10000, seed=2, splits=("test",))
-    return str(root)
+def cifar_dir():
+    """CIFAR-10 and -100 test splits of 10000 images each: tensorpack reads exactly that many.
+
+    In a folder of its own under /tmp, whose path has no "train" in it: tensorpack 0.11 takes a
+    CIFAR-100 file for the 50000-image training file when its *whole path* contains "train"
+    (``IMG_NUM = 50000 if 'train' in fname``), so under a clone named after the project it would
+    read the test file wrongly. ``test_cifar100_tensorpacks_path_quirk`` tests that on purpose.
+    """
+    root = tempfile.mkdtemp(prefix="cifar-", dir="/tmp")
+    try:
+        assert "train" not in root
+        dataset_files.write_cifar(root, 10, per_file=10000, seed=1, splits=("test",))
+        dataset_files.write_cifar(root, 100, per_file=10000, seed=2, splits=("test",))
+        yield root
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
 
 
 @pytest.mark.parametrize("name", ["Cifar10", "Cifar100"])
@@ -66,6 +78,20 @@ def test_cifar(cifar_dir, name):
     assert_same(points(ours, 3), points(theirs, 3))
     np.testing.assert_allclose(ours.get_per_channel_mean(("test",)), theirs.get_per_channel_mean(("test",)),
                                rtol=1e-6)
+
+
+def test_cifar100_tensorpacks_path_quirk(cifar_dir, tmp_path):
+    """Documented difference: the same CIFAR-100 test file, reached through a folder named
+    ``trainset``. tensorpack 0.11 then expects 50000 images in it and fails; trainstack reads
+    the file's own 10000, whatever the folder is called."""
+    quirk = tmp_path / "trainset"
+    quirk.mkdir()
+    os.symlink(os.path.join(cifar_dir, "cifar-100-python"), quirk / "cifar-100-python")
+    with pytest.raises(IndexError):
+        tp_dataset.Cifar100("test", shuffle=False, dir=str(quirk))
+    ours = dataset.Cifar100("test", shuffle=False, dir=str(quirk))
+    assert len(ours) == 10000
+    assert_same(points(ours), points(dataset.Cifar100("test", shuffle=False, dir=cifar_dir)))
 
 
 def test_svhn(tmp_path):

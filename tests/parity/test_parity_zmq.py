@@ -80,8 +80,8 @@ def stop(proc: subprocess.Popen) -> None:
     proc.wait(10)
 
 
-def test_a_tensorpack_sender_feeds_a_trainstack_receiver(tmp_path):
-    addr = f"ipc://{tmp_path}/pipe"
+def test_a_tensorpack_sender_feeds_a_trainstack_receiver(tmp_path, socket_dir):
+    addr = f"ipc://{socket_dir}/pipe"
     proc, diagnose = start_tensorpack_sender(tmp_path, addr, "mixed_types")
     try:
         remote = ts.RemoteDataZMQ(addr)
@@ -96,8 +96,8 @@ def test_a_tensorpack_sender_feeds_a_trainstack_receiver(tmp_path):
         len(remote)
 
 
-def test_a_trainstack_sender_feeds_a_tensorpack_receiver(tmp_path):
-    addr = f"ipc://{tmp_path}/pipe"
+def test_a_trainstack_sender_feeds_a_tensorpack_receiver(socket_dir):
+    addr = f"ipc://{socket_dir}/pipe"
     n = len(mixed_types())
     sender = threading.Thread(target=ts.send_dataflow_zmq, daemon=True,
                               args=(ts.DataFromList(mixed_types(), shuffle=False), addr),
@@ -110,11 +110,11 @@ def test_a_trainstack_sender_feeds_a_tensorpack_receiver(tmp_path):
     assert [observe(dp) for dp in got] == [observe(dp) for dp in mixed_types()] * 2
 
 
-def test_msgpack_both_ways(tmp_path, monkeypatch):
+def test_msgpack_both_ways(tmp_path, socket_dir, monkeypatch):
     """tensorpack with ``TENSORPACK_SERIALIZE=msgpack`` and trainstack with
     ``serializer="msgpack"`` understand each other, and agree on what a datapoint becomes."""
     expected = [observe(MsgpackSerializer.loads(MsgpackSerializer.dumps(dp))) for dp in msgpack_types()]
-    addr = f"ipc://{tmp_path}/one"
+    addr = f"ipc://{socket_dir}/one"
     proc, diagnose = start_tensorpack_sender(tmp_path, addr, "msgpack_types", {"TENSORPACK_SERIALIZE": "msgpack"})
     try:
         remote = ts.RemoteDataZMQ(addr, serializer="msgpack")
@@ -123,7 +123,7 @@ def test_msgpack_both_ways(tmp_path, monkeypatch):
         stop(proc)
     assert [observe(dp) for dp in got] == expected
 
-    addr = f"ipc://{tmp_path}/two"
+    addr = f"ipc://{socket_dir}/two"
     monkeypatch.setattr(sys.modules["tensorpack.dataflow.remote"], "loads", MsgpackSerializer.loads)
     sender = threading.Thread(target=ts.send_dataflow_zmq, daemon=True,
                               args=(ts.DataFromList(msgpack_types(), shuffle=False), addr),
@@ -134,9 +134,9 @@ def test_msgpack_both_ways(tmp_path, monkeypatch):
     assert [observe(dp) for dp in got] == expected
 
 
-def test_a_msgpack_receiver_refuses_tensorpacks_pickles_with_an_error(tmp_path):
+def test_a_msgpack_receiver_refuses_tensorpacks_pickles_with_an_error(tmp_path, socket_dir):
     """Documented difference: ``serializer="msgpack"`` never unpickles what a peer sends."""
-    addr = f"ipc://{tmp_path}/pipe"
+    addr = f"ipc://{socket_dir}/pipe"
     proc, diagnose = start_tensorpack_sender(tmp_path, addr, "mixed_types")
     try:
         remote = ts.RemoteDataZMQ(addr, serializer="msgpack")
@@ -146,10 +146,10 @@ def test_a_msgpack_receiver_refuses_tensorpacks_pickles_with_an_error(tmp_path):
         stop(proc)
 
 
-def test_two_addresses_and_connecting_receivers(tmp_path):
+def test_two_addresses_and_connecting_receivers(socket_dir):
     """``addr2`` and ``bind=False`` as tensorpack's: two senders that bind, one receiver that
     connects to both; ``cnt1``/``cnt2`` count each."""
-    addrs = [f"ipc://{tmp_path}/a", f"ipc://{tmp_path}/b"]
+    addrs = [f"ipc://{socket_dir}/a", f"ipc://{socket_dir}/b"]
     senders = [threading.Thread(target=ts.send_dataflow_zmq, daemon=True,
                                 args=(ts.DataFromList([[k, i] for k in range(4)], shuffle=False), addr),
                                 kwargs={"num_passes": 1, "bind": True, "linger_s": 5})

@@ -18,6 +18,7 @@ authenticate the sender with a shared key and never unpickle. Needs pyzmq
 from __future__ import annotations
 
 import logging
+import sys
 import time
 from collections import deque
 from collections.abc import Iterator
@@ -35,6 +36,33 @@ from .protocol import dataflow_len_or_none, reset_dataflow
 __all__ = ["send_dataflow_zmq", "RemoteDataZMQ"]
 
 logger = logging.getLogger("trainstack.dataflow")
+
+
+def ipc_path_limit() -> int:
+    """The longest ``ipc://`` path, in bytes, that ZeroMQ can bind or connect here: a Unix
+    socket's ``sun_path`` less its final NUL (107 on Linux, 103 on macOS and the BSDs)."""
+    try:
+        import zmq  # noqa: PLC0415 - optional; its own figure when it is installed
+        return int(zmq.IPC_PATH_MAX_LEN)
+    except (ImportError, AttributeError):
+        return 107 if sys.platform.startswith("linux") else 103
+
+
+def check_address(who: str, addr: str) -> str:
+    """``addr``, a ZeroMQ endpoint, checked before any socket exists: an ``ipc://`` path longer
+    than the platform's limit is an error naming the address, its length and the limit (ZeroMQ
+    would refuse it only once the sockets are made, or the pass has started)."""
+    if not isinstance(addr, str) or "://" not in addr:
+        raise ValueError(f"{who}: a ZeroMQ address is 'transport://where' (e.g. 'tcp://0.0.0.0:8877' or "
+                         f"'ipc:///tmp/pipe'), got {addr!r}")
+    if addr.startswith("ipc://"):
+        path, limit = addr[len("ipc://"):], ipc_path_limit()
+        if len(path.encode()) > limit:
+            raise ValueError(f"{who}: the ipc path of {addr!r} is {len(path.encode())} bytes long, and a Unix "
+                             f"socket's path holds at most {limit} here; use a shorter path (a folder made "
+                             "with tempfile.mkdtemp(dir='/tmp')), an abstract address 'ipc://@name' on Linux, "
+                             "or 'tcp://127.0.0.1:PORT'")
+    return addr
 
 
 def send_dataflow_zmq(df: Any, addr: str, hwm: int = 50, format: str | None = None,  # noqa: A002
@@ -55,6 +83,7 @@ def send_dataflow_zmq(df: Any, addr: str, hwm: int = 50, format: str | None = No
         raise NotImplementedError(f"send_dataflow_zmq: format={format!r} (tensorpack's zmq_ops) is not "
                                   "supported; use format=None with RemoteDataZMQ, or trainstack.inputs' "
                                   "serve_dataflow / RemoteInput")
+    check_address("send_dataflow_zmq", addr)
     check_serializer("send_dataflow_zmq", serializer, SERIALIZERS)
     hwm = check_int("send_dataflow_zmq", "hwm", hwm, minimum=1)
     num_passes = check_int("send_dataflow_zmq", "num_passes", num_passes, minimum=1, none_ok=True,
@@ -107,7 +136,8 @@ class RemoteDataZMQ(DataFlow):
                  *, serializer: str = "auto") -> None:
         if not addr1:
             raise ValueError(f"RemoteDataZMQ needs an address addr1 (e.g. 'tcp://0.0.0.0:8877'), got {addr1!r}")
-        self._addr1, self._addr2 = addr1, addr2
+        self._addr1 = check_address("RemoteDataZMQ", addr1)
+        self._addr2 = None if addr2 is None else check_address("RemoteDataZMQ", addr2)
         self._hwm = check_int("RemoteDataZMQ", "hwm", hwm, minimum=1)
         self._bind = bind
         self._serializer = check_serializer("RemoteDataZMQ", serializer, READ_MODES)
