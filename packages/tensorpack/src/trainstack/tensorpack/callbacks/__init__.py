@@ -1,0 +1,65 @@
+"""tensorpack 0.11's ``tensorpack.callbacks``.
+
+Its names come from ``trainstack.callbacks``, ``trainstack.loop``, ``trainstack.towers``.
+"""
+from trainstack.callbacks import (
+    CallbackFactory,
+    CheckNumerics,
+    DumpTensor,
+    DumpTensors,
+    EnableCallbackIf,
+    EstimatedTimeLeft,
+    GPUUtilizationTracker,
+    GraphProfiler,
+    GraphVarParam,
+    HumanHyperParamSetter,
+    HyperParam,
+    HyperParamSetter,
+    HyperParamSetterWithFunc,
+    JSONWriter,
+    MaxSaver,
+    MergeAllSummaries,
+    MinSaver,
+    ModelSaver,
+    MovingAverageSummary,
+    ObjAttrParam,
+    PeakMemoryTracker,
+    PeriodicCallback,
+    PeriodicTrigger,
+    ProcessTensors,
+    ProgressBar,
+    ProxyCallback,
+    RunOp,
+    RunUpdateOps,
+    ScalarPrinter,
+    ScheduledHyperParamSetter,
+    SimpleMovingAverage,
+    StatMonitorParamSetter,
+    TFEventWriter,
+    ThroughputTracker,
+)
+from trainstack.loop import Callback, Callbacks, MonitorBase, Monitors
+from trainstack.towers import (
+    BinaryClassificationStats,
+    ClassificationError,
+    DataParallelInferenceRunner,
+    Inferencer,
+    InferenceRunner,
+    ScalarStats,
+)
+
+from .._replaced import unprovided
+
+__all__ = [
+    "Callback", "ProxyCallback", "CallbackFactory", "RunOp", "RunUpdateOps", "ProcessTensors", "DumpTensors",
+    "DumpTensor", "CheckNumerics", "Callbacks", "ScalarStats", "Inferencer", "ClassificationError",
+    "BinaryClassificationStats", "InferenceRunner", "DataParallelInferenceRunner", "EstimatedTimeLeft",
+    "MonitorBase", "Monitors", "TFEventWriter", "JSONWriter", "ScalarPrinter", "HyperParam", "GraphVarParam",
+    "ObjAttrParam", "HyperParamSetter", "HumanHyperParamSetter", "ScheduledHyperParamSetter",
+    "StatMonitorParamSetter", "HyperParamSetterWithFunc", "GPUUtilizationTracker", "GraphProfiler",
+    "PeakMemoryTracker", "ThroughputTracker", "ModelSaver", "MinSaver", "MaxSaver", "ProgressBar",
+    "MovingAverageSummary", "MergeAllSummaries", "SimpleMovingAverage", "PeriodicTrigger", "PeriodicCallback",
+    "EnableCallbackIf"
+]
+
+__getattr__ = unprovided(__name__)

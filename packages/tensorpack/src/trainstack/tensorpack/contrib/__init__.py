@@ -1,0 +1,7 @@
+"""tensorpack 0.11's ``tensorpack.contrib``: its names from nowhere yet."""
+
+from .._replaced import unprovided
+
+__all__ = []
+
+__getattr__ = unprovided(__name__)

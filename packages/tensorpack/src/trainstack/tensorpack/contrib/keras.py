@@ -1,0 +1,8 @@
+"""tensorpack 0.11's ``tensorpack.contrib.keras``: its names from ``trainstack.towers.tf1``."""
+from trainstack.towers.tf1 import KerasPhaseCallback
+
+from .._replaced import unprovided
+
+__all__ = ["KerasPhaseCallback"]
+
+__getattr__ = unprovided(__name__)

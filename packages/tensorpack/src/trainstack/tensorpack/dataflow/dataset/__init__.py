@@ -1,0 +1,22 @@
+"""tensorpack 0.11's ``tensorpack.dataflow.dataset``: its names from ``trainstack.dataflow.dataset``."""
+from trainstack.dataflow.dataset import (
+    BSDS500,
+    ILSVRC12,
+    Cifar10,
+    Cifar100,
+    CifarBase,
+    FashionMnist,
+    ILSVRC12Files,
+    ILSVRCMeta,
+    Mnist,
+    SVHNDigit,
+)
+
+from ..._replaced import unprovided
+
+__all__ = [
+    "BSDS500", "CifarBase", "Cifar10", "Cifar100", "ILSVRCMeta", "ILSVRC12", "ILSVRC12Files", "Mnist",
+    "FashionMnist", "SVHNDigit"
+]
+
+__getattr__ = unprovided(__name__)

@@ -1,0 +1,21 @@
+"""tensorpack 0.11's ``tensorpack.input_source``: its names from ``trainstack.inputs``."""
+from trainstack.inputs import (
+    BatchQueueInput,
+    DummyConstantInput,
+    FeedfreeInput,
+    FeedInput,
+    InputSource,
+    QueueInput,
+    StagingInput,
+    TensorInput,
+    TFDatasetInput,
+)
+
+from .._replaced import unprovided
+
+__all__ = [
+    "FeedInput", "FeedfreeInput", "QueueInput", "BatchQueueInput", "DummyConstantInput", "TensorInput",
+    "TFDatasetInput", "StagingInput", "InputSource"
+]
+
+__getattr__ = unprovided(__name__)

@@ -1,0 +1,38 @@
+"""tensorpack 0.11's ``tensorpack.models``: its names from ``trainstack.towers.tf1``."""
+from trainstack.towers.tf1 import (
+    AvgPooling,
+    BatchNorm,
+    BatchRenorm,
+    BNReLU,
+    ConcatWith,
+    Conv2D,
+    Conv2DTranspose,
+    Deconv2D,
+    Dropout,
+    FixedUnPooling,
+    FullyConnected,
+    GlobalAvgPooling,
+    InstanceNorm,
+    LayerNorm,
+    LinearWrap,
+    Maxout,
+    MaxPooling,
+    PReLU,
+    VariableHolder,
+    disable_layer_logging,
+    l1_regularizer,
+    l2_regularizer,
+    layer_register,
+    regularize_cost,
+)
+
+from .._replaced import unprovided
+
+__all__ = [
+    "BatchNorm", "BatchRenorm", "layer_register", "VariableHolder", "disable_layer_logging", "Conv2D", "Deconv2D",
+    "Conv2DTranspose", "FullyConnected", "LayerNorm", "InstanceNorm", "LinearWrap", "Maxout", "PReLU", "BNReLU",
+    "MaxPooling", "FixedUnPooling", "AvgPooling", "GlobalAvgPooling", "regularize_cost", "l2_regularizer",
+    "l1_regularizer", "Dropout", "ConcatWith"
+]
+
+__getattr__ = unprovided(__name__)

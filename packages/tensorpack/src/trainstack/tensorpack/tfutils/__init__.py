@@ -1,0 +1,33 @@
+"""tensorpack 0.11's ``tensorpack.tfutils``: its names from ``trainstack.towers``, ``trainstack.towers.tf1``."""
+from trainstack.towers import (
+    ChainInit,
+    DictRestore,
+    JustCurrentSession,
+    SaverRestore,
+    SaverRestoreRelaxed,
+    SessionInit,
+    SmartInit,
+    TowerContext,
+    get_current_tower_context,
+    get_model_loader,
+)
+from trainstack.towers.tf1 import (
+    argscope,
+    enable_argscope_for_function,
+    enable_argscope_for_module,
+    get_arg_scope,
+    get_global_step_var,
+)
+
+from .._replaced import unprovided
+from . import gradproc, optimizer, sesscreate, sessinit, summary, tower, varreplace
+from .common import get_tf_version_tuple
+
+__all__ = [
+    "get_current_tower_context", "TowerContext", "get_global_step_var", "get_tf_version_tuple", "SessionInit",
+    "ChainInit", "SaverRestore", "SaverRestoreRelaxed", "DictRestore", "JustCurrentSession", "get_model_loader",
+    "SmartInit", "argscope", "get_arg_scope", "enable_argscope_for_module", "enable_argscope_for_function",
+    "sessinit", "summary", "optimizer", "sesscreate", "gradproc", "varreplace", "tower"
+]
+
+__getattr__ = unprovided(__name__)

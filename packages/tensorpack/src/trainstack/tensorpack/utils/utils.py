@@ -1,0 +1,8 @@
+"""tensorpack 0.11's ``tensorpack.utils.utils``: its names from ``trainstack.dataflow``."""
+from trainstack.dataflow import fix_rng_seed, get_rng
+
+from .._replaced import unprovided
+
+__all__ = ["get_rng", "fix_rng_seed"]
+
+__getattr__ = unprovided(__name__)
