@@ -37,6 +37,9 @@ class ProxyCallback(Callback):
     def _default_name(self) -> str:
         return f"{self._name_prefix}-{self.cb.name}"
 
+    def last_checkpoint(self) -> tuple[int, str] | None:
+        return self.cb.last_checkpoint()
+
     def _setup_graph(self) -> None:
         self.cb.setup_graph(self.trainer)
 

@@ -34,13 +34,21 @@ merges them into place before it rewrites the state file (atomically, by
 rename), and deletes old checkpoints only after that; so
 ``tf.train.latest_checkpoint`` never names a half-written checkpoint and a
 crash while saving loses nothing already saved.
+
+The directory belongs to one run: a saver holds its lock from ``setup_graph`` to the end of
+training (:mod:`~trainstack.callbacks.logdir_lock`), then removes what an interrupted save left
+(``model-<N>_temp/`` folders) and rebuilds a missing or damaged state file from the checkpoints
+it lists (:mod:`~trainstack.callbacks.checkpoint_files`). A save that fails (a full disk, a
+directory gone) stops the run with :class:`~trainstack.callbacks.storage.StorageError`, which
+names the checkpoint, the cause and the last good checkpoint (the rule of every writer, see
+:mod:`~trainstack.callbacks.storage`).
 """
 from __future__ import annotations
 
 import logging
 import math
 import os
-import re
+import shutil
 from collections.abc import Mapping
 from typing import Any
 
@@ -51,8 +59,11 @@ from trainstack.loop import Callback, Trainer
 from trainstack.loop.checks import check_int, check_number
 
 from .callback_state import MONITOR_STATE_KEY, MonitorState
+from .checkpoint_files import checkpoint_number, repair_checkpoint_dir
 from .checkpoint_layout import BEST_STAT_KEY, LOOP_STATE_KEY, SAVER_KEYS, VALUE_SUFFIX, saver_checkpoint
 from .logdir import get_logger_dir
+from .logdir_lock import hold_directory, release_directory
+from .storage import STORAGE_ERRORS, StorageError
 
 __all__ = ["ModelSaver", "MinSaver", "MaxSaver", "load_loop_state", "restore_loop_state",
            "LOOP_STATE_KEY", "MONITOR_STATE_KEY", "SAVER_KEYS"]
@@ -61,11 +72,6 @@ logger = logging.getLogger("trainstack.callbacks")
 
 # what says where a run is: a resumed run continues from the checkpoint whose values these are
 _POSITION_KEYS = ("epoch_num", "local_step", "global_step", "epoch_finished")
-
-# Disk trouble while saving is logged, not raised: a full disk must not kill a long run.
-_SAVE_ERRORS = (OSError, tf.errors.PermissionDeniedError, tf.errors.ResourceExhaustedError,
-                tf.errors.AlreadyExistsError, tf.errors.UnavailableError,
-                tf.errors.FailedPreconditionError, tf.errors.NotFoundError)  # e.g. "not a directory"
 
 
 # -- helpers shared by the savers -------------------------------------------------------------
@@ -146,10 +152,19 @@ def _resolve_dir(checkpoint_dir: str | os.PathLike | None, who: str) -> str:
     return directory
 
 
-def _checkpoint_number(path: str | None) -> int | None:
-    """The number a CheckpointManager put at the end of a checkpoint prefix."""
-    match = re.search(r"-(\d+)$", path or "")
-    return int(match.group(1)) if match else None
+_checkpoint_number = checkpoint_number  # the number at the end of a checkpoint prefix
+
+
+def _save(saver: Callback, manager: tf.train.CheckpointManager, directory: str) -> str:
+    """``manager.save`` at the saver's global_step; a storage error becomes :class:`StorageError`
+    after the partial files of this save (its ``_temp`` folder) are removed to free the space."""
+    try:
+        return manager.save(checkpoint_number=saver.global_step)
+    except STORAGE_ERRORS as e:
+        prefix = os.path.join(directory, f"model-{saver.global_step}")
+        shutil.rmtree(prefix + "_temp", ignore_errors=True)
+        raise StorageError(saver.name, "the checkpoint", prefix, e, directory,
+                           last_good=manager.latest_checkpoint) from e
 
 
 def _check_dir_arg(checkpoint_dir: Any) -> None:
@@ -227,9 +242,12 @@ class ModelSaver(Callback):
         self._keep_every_n_hours = keep_checkpoint_every_n_hours or None
         self._checkpoint_dir_arg = checkpoint_dir
         self.checkpoint_dir: str | None = None
+        self._failed = False  # a save failed: the run is stopping, nothing more is saved
 
     def _setup_graph(self) -> None:
         self.checkpoint_dir = _resolve_dir(self._checkpoint_dir_arg, self.name)
+        hold_directory(self.checkpoint_dir, self.name)
+        repair_checkpoint_dir(self.checkpoint_dir, self.name)
         self._objects = objects = checkpoint_objects_of(self.trainer, self.name)
         self._loop_state = _loop_state_module(self.trainer.loop.state_dict())
         self._monitor_state = MonitorState()
@@ -274,19 +292,31 @@ class ModelSaver(Callback):
         else:
             self.save()
 
+    def last_checkpoint(self) -> tuple[int, str] | None:
+        """``(global step, path)`` of the newest checkpoint in this saver's directory (written by
+        this run or, resuming, by the one before), or None."""
+        manager = getattr(self, "manager", None)  # made by setup_graph
+        path = manager.latest_checkpoint if manager is not None else None
+        step = _checkpoint_number(path)
+        return None if step is None or path is None else (step, path)
+
     def _before_epoch(self) -> None:
         self._write_pending()
 
     def _after_train(self) -> None:
-        self._write_pending()
-        loop = self.trainer.loop
-        if ((loop.epoch_finished or loop.interrupted) and self.global_step > 0
-                and _checkpoint_number(self.manager.latest_checkpoint) != self.global_step):
-            self.save()
+        assert self.checkpoint_dir is not None  # set by _setup_graph
+        try:
+            self._write_pending()
+            loop = self.trainer.loop
+            if ((loop.epoch_finished or loop.interrupted) and self.global_step > 0 and not self._failed
+                    and _checkpoint_number(self.manager.latest_checkpoint) != self.global_step):
+                self.save()
+        finally:
+            release_directory(self.checkpoint_dir)
 
     def _write_pending(self) -> None:
         step, self._pending = self._pending, None
-        if step is None:
+        if step is None or self._failed:
             return
         if step != self.global_step:  # a wrapper skipped before_epoch and steps ran since
             logger.warning("%s: the checkpoint of global_step %d was not written: its before_epoch "
@@ -295,7 +325,8 @@ class ModelSaver(Callback):
         self._write()
 
     def save(self) -> str | None:
-        """Write a checkpoint now, numbered by ``global_step``; return its path (None on disk error)."""
+        """Write a checkpoint now, numbered by ``global_step``; return its path (None when the
+        weights are not finite). A write that fails raises :class:`StorageError`."""
         _capture_loop_state(self._loop_state, self.trainer)
         return self._write()
 
@@ -304,11 +335,12 @@ class ModelSaver(Callback):
         if _refuse_non_finite(self, self._objects, self.checkpoint_dir, self.manager.latest_checkpoint):
             return None
         self._monitor_state.capture(self.trainer)
+        assert self.checkpoint_dir is not None  # set by _setup_graph
         try:
-            path = self.manager.save(checkpoint_number=self.global_step)
-        except _SAVE_ERRORS:
-            logger.exception("%s could not write a checkpoint in %s", self.name, self.checkpoint_dir)
-            return None
+            path = _save(self, self.manager, self.checkpoint_dir)
+        except StorageError:
+            self._failed = True
+            raise
         logger.info("Model saved to %s.", path)
         return path
 
@@ -349,8 +381,10 @@ class MinSaver(Callback):
         return None if math.isnan(value) else value
 
     def _setup_graph(self) -> None:
-        base = _resolve_dir(self._checkpoint_dir_arg, self.name)
+        self._base = base = _resolve_dir(self._checkpoint_dir_arg, self.name)
+        hold_directory(base, self.name)
         self.directory = os.path.join(base, self.filename)
+        repair_checkpoint_dir(self.directory, self.name)
         self._objects = objects = checkpoint_objects_of(self.trainer, self.name)
         self._loop_state = _loop_state_module(self.trainer.loop.state_dict())
         with tf.device("CPU:0"):
@@ -393,14 +427,17 @@ class MinSaver(Callback):
         _capture_loop_state(self._loop_state, self.trainer)
         previous_best = self._best_stat.numpy()
         self._best_stat.assign(value)  # before saving: the checkpoint records its own stat
+        assert self.directory is not None  # set by _setup_graph
         try:
-            path = self.manager.save(checkpoint_number=self.global_step)
-        except _SAVE_ERRORS:
+            path = _save(self, self.manager, self.directory)
+        except StorageError:
             self._best_stat.assign(previous_best)
-            logger.exception("%s could not write a checkpoint in %s", self.name, self.directory)
-            return
+            raise
         logger.info("Model at global_step=%d with %s %s=%.5g saved to %s.", self.global_step,
                     "maximum" if self.reverse else "minimum", self.monitor_stat, value, path)
+
+    def _after_train(self) -> None:
+        release_directory(self._base)
 
 
 class MaxSaver(MinSaver):

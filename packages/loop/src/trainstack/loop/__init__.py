@@ -13,14 +13,15 @@ from .run import FetchableStep, RunArgs, RunContext, RunValues, call_step
 from .state import TrainLoop
 from .stop import NonFiniteError, StopTraining
 from .trainer import DEFAULT_MAX_EPOCH, Trainer
+from .watchdog import SessionRunTimeout, StepTimeoutError, StepWatchdog
 
 # tensorpack printed its INFO lines without any logging setup: so does trainstack (see _console.py)
 _install_console_handler()
 
 __all__ = [
     "Callback", "Callbacks", "DEFAULT_MAX_EPOCH", "FetchableStep", "HOOKS", "MonitorBase",
-    "Monitors", "NonFiniteError", "RunArgs", "RunContext", "RunValues", "StopTraining", "TrainLoop",
-    "Trainer",
+    "Monitors", "NonFiniteError", "RunArgs", "RunContext", "RunValues", "SessionRunTimeout",
+    "StepTimeoutError", "StepWatchdog", "StopTraining", "TrainLoop", "Trainer",
     "TrainingInterrupted", "call_step",
     # what trainstack.distributed's signal handling builds on
     "second_signal_hint", "stop_after_this_step",

@@ -26,7 +26,7 @@ from __future__ import annotations
 import logging
 import sys
 
-__all__ = ["install_console_handler", "ConsoleHandler"]
+__all__ = ["install_console_handler", "ConsoleHandler", "flush_output"]
 
 _LIB = "trainstack"
 _LEVEL_TAGS = {logging.WARNING: "WRN ", logging.ERROR: "ERR ", logging.CRITICAL: "CRIT "}
@@ -106,3 +106,19 @@ def install_console_handler() -> ConsoleHandler:
     if lib.level == logging.NOTSET:
         lib.setLevel(logging.INFO)
     return handler
+
+
+def flush_output() -> None:
+    """Flush stdout, stderr and the log handlers (of the "trainstack" and root loggers): what a
+    process ending at once with ``os._exit`` calls first, so that its last lines are not lost."""
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except Exception:  # noqa: BLE001,S110 - a closed or odd stream must not stop the exit
+            pass
+    for name in (_LIB, None):
+        for handler in logging.getLogger(name).handlers:
+            try:
+                handler.flush()
+            except Exception:  # noqa: BLE001,S110
+                pass

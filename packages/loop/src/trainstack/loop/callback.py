@@ -130,6 +130,14 @@ class Callback:
     def _after_train(self) -> None:
         """After training, whether it finished, stopped or failed."""
 
+    # -- queries ---------------------------------------------------------------
+    def last_checkpoint(self) -> tuple[int, str] | None:
+        """``(global step, path)`` of the newest checkpoint this callback wrote (or found, in a
+        resumed run) that a run resumes from; None for callbacks that keep none (the default).
+        What ending the process at once reports as lost is counted from it
+        (:meth:`Trainer.lost_on_exit`)."""
+        return None
+
     # -- properties ------------------------------------------------------------
     @property
     def epoch_num(self) -> int:

@@ -52,6 +52,11 @@ class Callbacks:
         """The callbacks that run on ``hook``."""
         return self._active[hook]
 
+    def last_checkpoint(self) -> tuple[int, str] | None:
+        """The newest of the callbacks' :meth:`Callback.last_checkpoint` (by global step), or None."""
+        found = [c for c in (cb.last_checkpoint() for cb in self.cbs) if c is not None]
+        return max(found, key=lambda c: c[0]) if found else None
+
     def _call(self, hook: str, *args: Any) -> None:
         active = self._active[hook]
         if not active:

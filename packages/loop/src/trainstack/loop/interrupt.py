@@ -6,9 +6,17 @@ the signal's name): the step in progress finishes, training stops before the
 next one, every callback's ``after_train`` runs (savers write a checkpoint of
 that very step, writers flush their stats), and then :class:`TrainingInterrupted`
 ends the program with status ``128 + signal number``, as the signal would have.
-A second Ctrl-C raises ``KeyboardInterrupt`` at once (``after_train`` still
-runs, as for any error, but savers no longer save); a second SIGTERM is
-ignored (a scheduler's repeated request to stop), the first is being served.
+
+A second SIGTERM or SIGINT during that graceful stop ends the process at once,
+with status ``128 +`` the second signal's number (130 for Ctrl-C, 143 for
+SIGTERM) and one line saying what is lost: the steps since the last checkpoint.
+No ``after_train`` runs then; checkpoints already written stay as they were (a
+checkpoint being written is named in the ``checkpoint`` file only once complete).
+It works while the main thread is blocked inside a step (compiled code, a
+collective waiting for a dead peer), where Python runs no signal handler: a
+helper thread reads the signals from Python's wakeup file descriptor
+(``signal.set_wakeup_fd``). For the same reason, when the first signal finds the
+step blocked, that thread says so within a second instead of staying silent.
 
 ``main_loop(..., handle_signals=False)`` (``train``, ``train_with_defaults``,
 ``TrainConfig(handle_signals=False)``) installs no handler: the process's own
@@ -24,9 +32,12 @@ import contextlib
 import logging
 import os
 import signal
+import socket
 import threading
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
+
+from ._console import flush_output
 
 if TYPE_CHECKING:  # pragma: no cover
     from .state import TrainLoop
@@ -37,6 +48,9 @@ logger = logging.getLogger("trainstack.loop")
 
 #: the signals that interrupt training gracefully
 INTERRUPT_SIGNALS = (signal.SIGTERM, signal.SIGINT)
+
+# seconds the first signal may wait for the main thread before the watcher says the step is blocked
+_BLOCKED_NOTICE_S = 1.0
 
 
 class TrainingInterrupted(SystemExit):
@@ -57,36 +71,131 @@ class TrainingInterrupted(SystemExit):
 
 
 @contextlib.contextmanager
-def interruptible(loop: TrainLoop, on_interrupt: Callable[[str], None] | None = None) -> Iterator[None]:
+def interruptible(loop: TrainLoop, on_interrupt: Callable[[str], None] | None = None,
+                  lost: Callable[[], str] | None = None) -> Iterator[None]:
     """Serve SIGTERM/SIGINT as described in the module docstring while the block runs (a no-op
     outside the main thread, where Python cannot install signal handlers). The first signal
-    calls ``on_interrupt(signal name)`` (default: :func:`stop_after_this_step`)."""
+    calls ``on_interrupt(signal name)`` (default: :func:`stop_after_this_step`); a second one
+    ends the process after logging ``lost()``, what that loses (default: the loop's count)."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
     on_interrupt = on_interrupt or (lambda name: stop_after_this_step(loop, name))
-    received: list[str] = []
+    lost = lost or (lambda: f"the steps since the last checkpoint (global step {loop.global_step} "
+                            "had finished) and the step in progress")
     trainer_pid = os.getpid()
+    served = threading.Event()  # the main thread has served the first signal
+
+    def force(name: str) -> None:
+        _exit_at_once(name, lost)
 
     def handle(signum: int, frame: Any) -> None:
         if os.getpid() != trainer_pid:  # a process forked during training: the signal is its own
             _handle_as_before(signum, frame, previous[signal.Signals(signum)])
             return
         name = signal.Signals(signum).name
-        if received:
-            if signum == signal.SIGINT:
-                loop.interrupted = None  # not a graceful stop any more: savers do not save
-                raise KeyboardInterrupt(f"a second {name}: exiting at once")
+        if served.is_set():
+            force(name)  # returns only when the watcher is ending the process already
             return
-        received.append(name)
+        served.set()
         on_interrupt(name)
 
     previous = {sig: signal.signal(sig, handle) for sig in INTERRUPT_SIGNALS}
     try:
-        yield
+        with _SignalWatcher(served, force):
+            yield
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
+
+
+class _SignalWatcher:
+    """A thread reading the signal numbers that Python's C-level handler writes to the wakeup
+    file descriptor as each signal arrives, even while the main thread is blocked in C code:
+    on the second SIGTERM/SIGINT it calls ``force(signal name)``. A wakeup descriptor set
+    before (an asyncio loop's) still receives every byte, and is put back at the end."""
+
+    def __init__(self, served: threading.Event, force: Callable[[str], None]) -> None:
+        self._served, self._force = served, force
+        self._first = ""  # the first signal's name
+        self._reader, self._writer = socket.socketpair()
+        self._writer.setblocking(False)  # the C handler must never block on it
+        self._previous = signal.set_wakeup_fd(self._writer.fileno(), warn_on_full_buffer=False)
+        _watching.add(os.getpid())
+        self._thread = threading.Thread(target=self._run, name="trainstack-signal-watcher", daemon=True)
+
+    def __enter__(self) -> _SignalWatcher:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        signal.set_wakeup_fd(self._previous)
+        _watching.discard(os.getpid())
+        self._writer.close()  # the reader sees the end of the stream: the thread returns
+        self._thread.join()
+        self._reader.close()
+
+    def _run(self) -> None:
+        count = 0
+        while True:
+            try:
+                data = self._reader.recv(64)
+            except TimeoutError:  # the first signal, not served by the main thread within the notice time
+                self._reader.settimeout(None)
+                if not self._served.is_set():
+                    logger.warning("%s received while training is blocked in a call that has not returned "
+                                   "(a step, most likely): training stops once it returns %s.", self._first,
+                                   second_signal_hint(self._first))
+                continue
+            except OSError:
+                return
+            if not data:
+                return
+            if self._previous != -1:
+                with contextlib.suppress(OSError):
+                    os.write(self._previous, data)
+            for signum in data:
+                if signum not in INTERRUPT_SIGNALS:
+                    continue
+                count += 1
+                if count == 1:
+                    self._first = signal.Signals(signum).name
+                    self._reader.settimeout(_BLOCKED_NOTICE_S)
+                else:
+                    self._force(signal.Signals(signum).name)
+
+
+# processes (by pid) whose wakeup descriptor is a watcher's: a child forked from one must not write
+# its own signals into the parent's watcher, so it gets no wakeup descriptor
+_watching: set[int] = set()
+
+
+def _forget_wakeup_fd_in_child() -> None:
+    if _watching:
+        _watching.clear()
+        with contextlib.suppress(ValueError):  # forked from a thread Python does not count as main
+            signal.set_wakeup_fd(-1)
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_wakeup_fd_in_child)
+
+_exit_lock = threading.Lock()
+
+
+def _exit_at_once(name: str, lost: Callable[[], str]) -> None:
+    """End the process now, with status 128 + the signal's number, after one line saying what is lost."""
+    code = 128 + signal.Signals[name].value
+    if not _exit_lock.acquire(blocking=False):  # the other thread is ending the process already
+        return
+    try:
+        what = lost()
+    except Exception as e:  # noqa: BLE001 - the line must be printed whatever the callbacks say
+        what = f"the steps since the last checkpoint (which could not be named: {e!r})"
+    logger.error("A second signal (%s): exiting at once with status %d, without after_train. Lost: %s.",
+                 name, code, what)
+    flush_output()
+    os._exit(code)
 
 
 def _handle_as_before(signum: int, frame: Any, before: Any) -> None:
@@ -114,7 +223,6 @@ def stop_after_this_step(loop: TrainLoop, name: str, why: str = "received") -> N
 
 
 def second_signal_hint(name: str) -> str:
-    """What a second signal ``name`` does, in parentheses (see the module docstring)."""
-    if name == "SIGINT":
-        return "(Ctrl-C again to exit at once, without saving)"
-    return f"(another {name} is ignored; SIGKILL ends the process at once, without saving)"
+    """What a second signal does, in parentheses (see the module docstring)."""
+    again = "Ctrl-C again" if name == "SIGINT" else f"a second {name} (or Ctrl-C)"
+    return f"({again} to exit at once, losing the steps since the last checkpoint)"

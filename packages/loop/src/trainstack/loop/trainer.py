@@ -250,6 +250,30 @@ class Trainer:
         override it so that every process stops after the same step."""
         stop_after_this_step(self.loop, signal_name)
 
+    def lost_on_exit(self) -> str:
+        """What ending the process now would lose, in words: the steps finished since the newest
+        checkpoint a callback keeps (:meth:`Callback.last_checkpoint`), and the step in progress.
+        What a second signal and :class:`~trainstack.loop.StepWatchdog` report."""
+        done = self.loop.global_step
+        group = self._callbacks
+        latest = group.last_checkpoint() if isinstance(group, Callbacks) else None
+        if latest is None:
+            return (f"all {done} finished step(s) of this run (global step {done}; no callback keeps "
+                    "checkpoints) and the step in progress")
+        step, path = latest
+        if step >= done:
+            return f"only the step in progress (the last checkpoint, {path}, holds global step {step})"
+        return (f"the {done - step} step(s) finished since the last checkpoint ({path}, global step "
+                f"{step}; global step {done} had finished) and the step in progress")
+
+    def step_waits_in(self) -> str | None:
+        """What a step of this trainer may wait in besides its own computation, for reports of a
+        step that does not end (:class:`~trainstack.loop.StepWatchdog`): a collective with other
+        processes, so that a dead peer is named as the likely cause. None in the base loop;
+        trainers of several processes say which collective (e.g. "the allreduce in the step's
+        gradient aggregation")."""
+        return None
+
     # -- the loop ----------------------------------------------------------------------
     def main_loop(self, steps_per_epoch: int, starting_epoch: int | None = None,
                   max_epoch: int = DEFAULT_MAX_EPOCH, *, handle_signals: bool = True,
@@ -287,7 +311,8 @@ class Trainer:
         loop.configure(steps_per_epoch, starting_epoch, max_epoch)
         loop.stop_reason = loop.interrupted = loop.nonfinite = None
         steps_per_run = self._run_size_limit()
-        with interruptible(loop, self.on_interrupt) if handle_signals else contextlib.nullcontext():
+        with (interruptible(loop, self.on_interrupt, self.lost_on_exit) if handle_signals
+              else contextlib.nullcontext()):
             self._run_loop(group, steps_per_run)
         if loop.interrupted is not None:
             stop = TrainingInterrupted(loop.interrupted, loop.global_step)
