@@ -8,6 +8,7 @@ from .graph import CheckNumerics, DumpTensor, DumpTensors, ProcessTensors, RunOp
 from .hyperparam import GraphVarParam, HyperParam, NamedParam, ObjAttrParam, OptimizerParam, TFVariableParam
 from .jsonwriter import JSONWriter
 from .logdir import auto_set_dir, get_logger_dir, set_logger_dir, unset_logger_dir
+from .logdir_lock import LogDirLockedError
 from .param import (
                     HumanHyperParamSetter,
                     HyperParamSetter,
@@ -21,6 +22,7 @@ from .progress import ProgressBar
 from .proxy import CallbackFactory, ProxyCallback
 from .saver import MaxSaver, MinSaver, ModelSaver, checkpoint_objects_of, load_loop_state, restore_loop_state
 from .stopping import EarlyStopping, TerminateOnNaN
+from .storage import StorageError
 from .summary import (
                     SummaryCollection,
                     add_moving_summary,
@@ -36,7 +38,8 @@ from .trigger import EnableCallbackIf, PeriodicCallback, PeriodicTrigger
 __all__ = [
     # monitors and where they write
     "MonitorBase", "Monitors", "TFEventWriter", "JSONWriter", "ScalarPrinter",
-    "set_logger_dir", "get_logger_dir", "unset_logger_dir", "auto_set_dir",
+    "set_logger_dir", "get_logger_dir", "unset_logger_dir", "auto_set_dir", "LogDirLockedError",
+    "StorageError",
     "DEFAULT_CALLBACKS", "DEFAULT_MONITORS",
     # scheduling
     "ProxyCallback", "CallbackFactory", "PeriodicTrigger", "PeriodicCallback", "EnableCallbackIf",

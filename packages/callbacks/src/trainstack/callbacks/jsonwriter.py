@@ -4,11 +4,13 @@ from __future__ import annotations
 import json
 import logging
 import os
-from typing import Any
+from typing import Any, NamedTuple
 
 from trainstack.loop import MonitorBase
 
 from .logdir import get_logger_dir
+from .logdir_lock import hold_directory, release_directory
+from .storage import STORAGE_ERRORS, StorageError
 
 __all__ = ["JSONWriter"]
 
@@ -27,8 +29,19 @@ class JSONWriter(MonitorBase):
     written, so the last line always tells where a resumed run starts.
 
     The file is only appended to (flushed and fsync'd at each line), never
-    rewritten: a crash loses at most the line being written. When resuming,
-    a partial last line left by a crash is dropped before appending.
+    rewritten: a crash loses at most the line being written. One rule holds
+    wherever the file is read (:meth:`load_existing_json`, and ``before_train``
+    when a run appends to it): a damaged last line (not a JSON object: a crash
+    while writing it, a disk that lost it), whether or not it ends in a
+    newline, is dropped with a warning naming it; ``before_train`` cuts it off
+    the file, so the new lines follow the last good one. A damaged line before
+    the last one is an error naming the file and the line: the stats are
+    corrupt, not cut short, and nothing is appended.
+
+    A line that cannot be written (a full disk) stops the run with
+    :class:`~trainstack.callbacks.storage.StorageError`, as a failed checkpoint
+    does. While training, the writer holds the directory's lock (see
+    :mod:`~trainstack.callbacks.logdir_lock`): one run writes there at a time.
     ``logdir`` defaults to the logger directory; without either, the writer
     warns once and does nothing.
     """
@@ -58,8 +71,8 @@ class JSONWriter(MonitorBase):
     def load_existing_json(dirname: str | None = None) -> list[dict] | None:
         """The records of ``<dirname>/stats.jsonl`` (default: the logger directory), or None.
 
-        A last line that does not parse (a crash while writing it) is skipped
-        with a warning; a bad line anywhere else is an error naming file and line.
+        A damaged last line (a crash while writing it) is skipped with a warning
+        naming it; a damaged line anywhere else is a ValueError naming file and line.
         """
         dirname = dirname or get_logger_dir()
         if dirname is None:
@@ -67,21 +80,7 @@ class JSONWriter(MonitorBase):
         path = os.path.join(dirname, JSONWriter.FILENAME)
         if not os.path.isfile(path):
             return None
-        with open(path, encoding="utf-8") as f:
-            lines = [(n, line) for n, line in enumerate(f, 1) if line.strip()]
-        records = []
-        for i, (n, line) in enumerate(lines):
-            try:
-                record = json.loads(line)
-            except json.JSONDecodeError as e:
-                if i == len(lines) - 1:
-                    logger.warning("%s:%d: skipping a truncated last line (%s)", path, n, e)
-                    break
-                raise ValueError(f"{path}:{n}: not valid JSON ({e}); the stats file is corrupt") from e
-            if not isinstance(record, dict):
-                raise ValueError(f"{path}:{n}: expected a JSON object per line, got {line.strip()!r}")
-            records.append(record)
-        return records
+        return StatsFile(path).read().records
 
     @staticmethod
     def load_existing_epoch_number(dirname: str | None = None) -> int | None:
@@ -99,12 +98,16 @@ class JSONWriter(MonitorBase):
                            "was given; no stats will be written.")
             return
         os.makedirs(self._logdir, exist_ok=True)
+        hold_directory(self._logdir, self.name)
         self._path = os.path.join(self._logdir, self.FILENAME)
 
     def _before_train(self) -> None:
         if self._path is None:
             return
-        _drop_partial_last_line(self._path)
+        try:
+            StatsFile(self._path).repair()
+        except STORAGE_ERRORS as e:
+            raise StorageError(self.name, "the stats file", self._path, e, self._logdir) from e
         previous = self.load_existing_epoch_number(self._logdir)
         if previous is not None:
             logger.info("JSONWriter: appending to %s (last finished epoch %d)", self._path, previous)
@@ -125,7 +128,11 @@ class JSONWriter(MonitorBase):
         self._write_line()
 
     def _after_train(self) -> None:
-        self._trigger()
+        try:
+            self._trigger()
+        finally:
+            if self._path is not None:
+                release_directory(os.path.dirname(self._path))
 
     def _last_finished_epoch(self) -> int:
         loop = self.trainer.loop
@@ -136,26 +143,86 @@ class JSONWriter(MonitorBase):
         if self._path is None:
             return
         record.update(epoch_num=self._last_finished_epoch(), global_step=self.global_step)
-        with open(self._path, "a", encoding="utf-8") as f:
-            f.write(json.dumps(record) + "\n")
+        try:
+            with open(self._path, "a", encoding="utf-8") as f:
+                f.write(json.dumps(record) + "\n")
+                f.flush()
+                os.fsync(f.fileno())
+        except STORAGE_ERRORS as e:
+            raise StorageError(self.name, "a line of", self._path, e, self._logdir) from e
+
+
+class StatsRead(NamedTuple):
+    """What :meth:`StatsFile.read` found: the good ``records``, and the damaged last line
+    (``damaged_line`` number, its byte ``damaged_offset``) or None."""
+
+    records: list[dict]
+    damaged_line: int | None
+    damaged_offset: int | None
+    ends_with_newline: bool
+
+
+class StatsFile:
+    """``stats.jsonl`` read (and, when resuming, repaired) by the one rule of :class:`JSONWriter`."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+
+    def read(self) -> StatsRead:
+        """The records; a damaged last line is skipped with a warning, one before it is an error."""
+        with open(self.path, "rb") as f:
+            data = f.read()
+        lines, offset = [], 0
+        for n, raw in enumerate(data.split(b"\n"), 1):  # only "\n" ends a line (JSON escapes the rest)
+            if raw.strip():
+                lines.append((n, offset, raw))
+            offset += len(raw) + 1
+        records: list[dict] = []
+        for i, (n, start, raw) in enumerate(lines):
+            record, problem = _parse(raw)
+            if record is not None:
+                records.append(record)
+                continue
+            if i == len(lines) - 1:
+                logger.warning("%s:%d: dropping the damaged last line (%s): %r", self.path, n, problem,
+                               raw[:200])
+                return StatsRead(records, n, start, data.endswith(b"\n"))
+            raise ValueError(f"{self.path}:{n}: {problem}; the stats file is corrupt before its last "
+                             f"line: {raw[:200]!r}. Repair or remove that line, then run again.")
+        return StatsRead(records, None, None, data.endswith(b"\n") or not data)
+
+    def repair(self) -> None:
+        """Cut a damaged last line off the file and end it with a newline, so that appended lines
+        follow the last good one; a damaged line before the last one raises (see :meth:`read`)."""
+        found = self.read() if os.path.isfile(self.path) else None
+        if found is None:
+            return
+        with open(self.path, "rb+") as f:
+            if found.damaged_offset is not None:
+                f.truncate(found.damaged_offset)
+                f.seek(0, os.SEEK_END)
+                if f.tell() and not _ends_with_newline(f):
+                    f.write(b"\n")
+            elif not found.ends_with_newline:  # a complete record without its newline
+                f.seek(0, os.SEEK_END)
+                f.write(b"\n")
             f.flush()
             os.fsync(f.fileno())
 
 
-def _drop_partial_last_line(path: str) -> None:
-    """Cut an unterminated last line (a crash mid-write) so that appending stays line-aligned."""
-    if not os.path.isfile(path):
-        return
-    with open(path, "rb+") as f:
-        data = f.read()
-        if not data or data.endswith(b"\n"):
-            return
-        start = data.rfind(b"\n") + 1
-        tail = data[start:]
-        try:
-            json.loads(tail)
-        except ValueError:
-            logger.warning("JSONWriter: dropping the partial last line of %s: %r", path, tail[:200])
-            f.truncate(start)
-        else:  # a complete record without its newline
-            f.write(b"\n")
+def _ends_with_newline(f: Any) -> bool:
+    f.seek(-1, os.SEEK_END)
+    last = f.read(1)
+    f.seek(0, os.SEEK_END)
+    return bool(last == b"\n")
+
+
+def _parse(raw: bytes) -> tuple[dict | None, str]:
+    """A line of stats.jsonl: (its record, "") when it holds a JSON object, else (None, why not)."""
+    try:
+        record = json.loads(raw)
+    except ValueError as e:  # JSONDecodeError, UnicodeDecodeError
+        return None, f"not valid JSON ({e})"
+    if not isinstance(record, dict):
+        return None, "not a JSON object"
+    return record, ""

@@ -21,6 +21,10 @@ old run nor mixes the new one into it. The old directory is renamed to
 ``<dir>``, and a WARNING names both directories and how to choose another
 action (``set_logger_dir(dirname, action=...)`` / ``auto_set_dir(action=...)``;
 ``'k'`` to resume in place).
+
+``backup`` and ``delete`` never touch a directory that another live run writes into: they take
+the directory's lock first (see :mod:`~trainstack.callbacks.logdir_lock`) and fail with
+``LogDirLockedError``, naming that run's pid and host, when it is held.
 """
 from __future__ import annotations
 
@@ -29,6 +33,8 @@ import os
 import shutil
 import sys
 from datetime import datetime
+
+from .logdir_lock import exclusive_directory, release_all
 
 __all__ = ["set_logger_dir", "get_logger_dir", "unset_logger_dir", "auto_set_dir", "LOG_FILE_NAME"]
 
@@ -99,9 +105,11 @@ def set_logger_dir(dirname: str, action: str | None = None) -> str:
 
 
 def unset_logger_dir() -> None:
-    """Close the log file and forget the logger directory (between runs in one process, tests)."""
+    """Close the log file, release the directory locks this process holds and forget the logger
+    directory (between runs in one process, tests)."""
     global _log_dir
     _close_file_handler()
+    release_all()
     _log_dir = None
 
 
@@ -164,11 +172,13 @@ def _apply_action(dirname: str, action: str) -> str:
     global _last_backup
     if action == "b":
         backup = _timestamped(dirname)
-        shutil.move(dirname, backup)
+        with exclusive_directory(dirname, f"set_logger_dir cannot back up {dirname}"):
+            shutil.move(dirname, backup)
         _last_backup = backup
         logger.info("Logger directory %s moved to %s", dirname, backup)
     elif action == "d":
-        shutil.rmtree(dirname)
+        with exclusive_directory(dirname, f"set_logger_dir cannot delete {dirname}"):
+            shutil.rmtree(dirname)
         logger.info("Logger directory %s deleted", dirname)
     elif action == "n":
         dirname = _timestamped(dirname)

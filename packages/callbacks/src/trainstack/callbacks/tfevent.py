@@ -13,6 +13,8 @@ from trainstack.loop import MonitorBase
 from trainstack.loop.checks import check_int, check_number
 
 from .logdir import get_logger_dir
+from .logdir_lock import hold_directory, release_directory
+from .storage import STORAGE_ERRORS, StorageError
 
 __all__ = ["TFEventWriter"]
 
@@ -32,7 +34,11 @@ class TFEventWriter(MonitorBase):
     TensorFlow op. ``logdir`` defaults to the logger directory; when
     neither is set, the writer warns once and does nothing (as in
     tensorpack). With ``split_files``, each epoch goes to a new event file
-    (for filesystems where appending is expensive).
+    (for filesystems where appending is expensive). Events that cannot be
+    written (a full disk) stop the run with
+    :class:`~trainstack.callbacks.storage.StorageError`, as a failed checkpoint
+    does; while training the writer holds the directory's lock (see
+    :mod:`~trainstack.callbacks.logdir_lock`).
     """
 
     def __init__(self, logdir: str | None = None, max_queue: int = 10, flush_secs: float = 120,
@@ -70,7 +76,8 @@ class TFEventWriter(MonitorBase):
                            "was given; no TensorBoard events will be written.")
             self._enabled, self._queue = False, []
             return
-        self._writer = tf.summary.create_file_writer(self._logdir)
+        hold_directory(self._logdir, self.name)
+        self._writer = self._storage(tf.summary.create_file_writer, self._logdir)
         self._queue = [(self.global_step, value) for _, value in self._queue]
 
     def process_scalar(self, name: str, value: float | int) -> None:
@@ -105,25 +112,41 @@ class TFEventWriter(MonitorBase):
             return
         queue, self._queue = self._queue, []
         self._last_write = time.monotonic()
+        self._storage(self._write_queue, queue)
+
+    def _write_queue(self, queue: list) -> None:
+        assert self._writer is not None
         with self._writer.as_default():
             for step, values in itertools.groupby(queue, key=lambda item: item[0]):
                 summary = _Summary(value=[v for _, v in values])
                 tf.summary.experimental.write_raw_pb(summary.SerializeToString(), step=step)
+
+    def _storage(self, write: Any, *args: Any) -> Any:
+        """``write(*args)``; a storage error stops the run (StorageError, see storage.py)."""
+        try:
+            return write(*args)
+        except STORAGE_ERRORS as e:
+            raise StorageError(self.name, "TensorBoard events in", str(self._logdir), e, self._logdir) from e
 
     def _trigger_epoch(self) -> None:
         if self._writer is None:
             return
         self._write()
         if self._split_files:
-            self._writer.close()
-            self._writer = tf.summary.create_file_writer(self._logdir)  # a new event file
+            self._storage(self._writer.close)
+            self._writer = self._storage(tf.summary.create_file_writer, self._logdir)  # a new event file
 
     def _after_train(self) -> None:
-        if self._writer is not None:
+        if self._writer is None:
+            return
+        try:
             self._write()
-            self._writer.close()
-            self._writer = None
-            self._enabled = False
+        finally:
+            writer, self._writer, self._enabled = self._writer, None, False
+            try:
+                self._storage(writer.close)
+            finally:
+                release_directory(str(self._logdir))
 
 
 def _to_nhwc_uint8(name: str, value: Any) -> np.ndarray:

@@ -20,13 +20,19 @@ from typing import Any
 import tensorflow as tf
 
 from trainstack.callbacks import JSONWriter, get_logger_dir, load_loop_state
+from trainstack.callbacks.checkpoint_files import (
+    checkpoint_number,
+    list_checkpoints,
+    read_state_file,
+    state_file_problem,
+)
 from trainstack.inputs import InputError, InputSource, dataflow_size
 from trainstack.loop import Callback, MonitorBase
 from trainstack.loop.checks import check_int, is_int
 from trainstack.loop.stop import ON_NONFINITE
 
 from ..session.runtime import RuntimeConfig, reject_session_args
-from ..session.sessinit import ChainInit, CheckpointInit, SessionInit, SmartInit
+from ..session.sessinit import ChainInit, CheckpointInit, ResumeError, SessionInit, SmartInit
 from ..tower.model_desc import ModelDescBase
 
 __all__ = ["TrainConfig", "AutoResumeTrainConfig", "LoopStateInit"]
@@ -239,6 +245,12 @@ class AutoResumeTrainConfig(TrainConfig):
     those you pass win, and only what you did not pass is resumed. Without a logger
     directory or checkpoint this is a plain TrainConfig. Checkpoints written elsewhere
     (``ModelSaver(checkpoint_dir=...)``) are not looked for.
+
+    The checkpoints are found by listing the directory (:meth:`find_checkpoint`), not only
+    through TensorFlow's ``checkpoint`` state file, so a state file that was deleted, cut off
+    or emptied loses nothing (ModelSaver rebuilds it). A directory that holds checkpoints none
+    of which can be read is a ``ResumeError`` naming each and why: the run never starts on fresh
+    weights over them. The config only reads the directory; it changes nothing there.
     """
 
     #: the checkpoint this run resumes from (None: a fresh run)
@@ -283,24 +295,33 @@ class AutoResumeTrainConfig(TrainConfig):
     @staticmethod
     def find_checkpoint(directory: str | os.PathLike | None = None) -> str | None:
         """The latest readable checkpoint in ``directory`` (default: the logger directory), or
-        None. A checkpoint whose files are missing or damaged (a disk that lost a write) is
-        skipped, with a warning, for the one before it."""
+        None when it holds no checkpoint.
+
+        The candidates are those the ``checkpoint`` state file names, newest first, then the
+        other ``model-<N>`` checkpoints found by listing the directory, highest N first; a
+        missing, empty or damaged state file is noted and the listing alone decides. Each is
+        read fully before it is trusted: a checkpoint whose files are missing or damaged (a disk
+        that lost a write) is skipped, with a warning, for the one before it. When there are
+        candidates and none can be read, a ``ResumeError`` names each one and why."""
         directory = get_logger_dir() if directory is None else os.fspath(directory)
         if not directory or not tf.io.gfile.isdir(directory):
             return None
-        state = tf.train.get_checkpoint_state(directory)
-        if state is None:
-            return None
-        newest_first = [state.model_checkpoint_path,
-                        *reversed([p for p in state.all_model_checkpoint_paths
-                                   if p != state.model_checkpoint_path])]
-        for path in newest_first:
+        candidates = _candidates(directory)
+        problems = []
+        for path in candidates:
             problem = _unreadable(path)
             if problem is None:
                 return path
+            problems.append(f"{path}: {problem}")
             logger.warning("AutoResumeTrainConfig: checkpoint %s cannot be read (%s); trying the one "
                            "before it.", path, problem)
-        logger.warning("AutoResumeTrainConfig: no readable checkpoint in %s.", directory)
+        if problems:
+            raise ResumeError(
+                f"AutoResumeTrainConfig: {directory} holds checkpoints, but none of them can be read, "
+                "so the run cannot resume and will not start on fresh weights over them: "
+                + "; ".join(problems) + ". Nothing in the directory was changed. Restore a checkpoint "
+                "from a backup, or move the directory aside (set_logger_dir(dirname, action='b')) to "
+                "start a new run.")
         return None
 
     @classmethod
@@ -326,6 +347,24 @@ class AutoResumeTrainConfig(TrainConfig):
                         "was saved in epoch %d; training continues from the checkpoint.",
                         json_epoch, checkpoint, init.state["epoch_num"])
         return init
+
+
+def _candidates(directory: str) -> list[str]:
+    """The checkpoints a run in ``directory`` may resume from, in the order to try them: those the
+    state file names (newest first), then the others its listing finds (highest number first)."""
+    listed = list_checkpoints(directory)
+    problem = state_file_problem(directory)
+    state = None if problem in ("missing", "empty", "damaged") else read_state_file(directory)
+    named = [] if state is None else [state.model_checkpoint_path, *reversed(
+        [p for p in state.all_model_checkpoint_paths if p != state.model_checkpoint_path])]
+    if problem is not None:
+        logger.warning("AutoResumeTrainConfig: the checkpoint state file of %s is %s; using the "
+                       "checkpoints found by listing the directory (%s). ModelSaver rebuilds the state "
+                       "file when training starts.", directory, problem,
+                       ", ".join(os.path.basename(p) for p in listed))
+    seen = {os.path.normpath(p) for p in named}
+    rest = [p for p in listed if os.path.normpath(p) not in seen]
+    return named + sorted(rest, key=lambda p: checkpoint_number(p) or -1, reverse=True)
 
 
 def _unreadable(path: str) -> str | None:
