@@ -45,7 +45,7 @@ ROOT = Path(__file__).parent
 TESTS = ROOT / "tests"
 WHEELS = ROOT / ".nox" / "built-wheels"  # not .nox/wheels: that is the `wheels` session's virtualenv
 # bottom to top; each layer depends on those before it, except for the layers in BESIDE
-LAYERS = ["loop", "dataflow", "callbacks", "inputs", "towers", "distributed"]
+LAYERS = ["loop", "dataflow", "callbacks", "inputs", "towers", "distributed", "tensorpack"]
 # layer -> layers before it in LAYERS that it does not need: callbacks does not use dataflow
 # (dataflow, NumPy and msgpack but no TensorFlow, sits on loop for its argument checks,
 # trainstack.loop.checks); inputs and the layers above it use both
@@ -59,7 +59,10 @@ TEST_EXTRAS = {"dataflow": ["hypothesis>=6", "opencv-python-headless>=4.8", "lmd
                             "pyzmq>=25", "scipy>=1.10"],  # scipy: SVHNDigit/BSDS500's .mat files
                "callbacks": ["tensorboard"], "inputs": ["hypothesis>=6"],
                "towers": ["scikit-learn>=1.3", "tensorpack==0.11"],
-               "distributed": ["pyyaml>=6"]}  # tests/distributed/test_cluster_examples.py parses the manifests
+               "distributed": ["pyyaml>=6"],  # tests/distributed/test_cluster_examples.py parses the manifests
+               # tensorpack 0.11 beside trainstack.tensorpack: the oracle for its module tree (its
+               # dataflow and utils import without TF1)
+               "tensorpack": ["tensorpack==0.11"]}
 META = "trainstack"  # the meta-package's distribution, at the root
 
 
@@ -229,7 +232,7 @@ def layering(session: nox.Session) -> None:
 @nox.session(reuse_venv=True)
 @timed
 def wheels(session: nox.Session) -> None:
-    """Build every distribution's wheel (the six layers and the meta-package) into .nox/built-wheels."""
+    """Build every distribution's wheel (the seven layers and the meta-package) into .nox/built-wheels."""
     session.install("hatchling>=1.21")
     shutil.rmtree(WHEELS, ignore_errors=True)
     session.run("python", "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q",

@@ -42,3 +42,12 @@ def test_dataflow_names_from_the_meta_package():
     assert trainstack.MultiProcessDataFlow is trainstack.inputs.MultiProcessDataFlow
     assert trainstack.InputError is trainstack.inputs.InputError is trainstack.dataflow.InputError
     assert [len(b) for b in BatchData(DataFromList([[i] for i in range(5)], shuffle=False), 2)] == [1, 1]
+
+
+def test_the_meta_package_does_not_import_the_tensorpack_layer():
+    """``trainstack.tensorpack`` (tensorpack's module tree) is imported explicitly: resolving every
+    name of ``trainstack`` leaves it unimported."""
+    code = ("import sys, json, trainstack; [getattr(trainstack, n) for n in trainstack.__all__]; "
+            "print(json.dumps(sorted(m for m in sys.modules if m.startswith('trainstack.tensorpack'))))")
+    out = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True)
+    assert json.loads(out.stdout.strip().splitlines()[-1]) == []

@@ -1,7 +1,7 @@
 """Every installed trainstack package carries PEP 561's ``py.typed`` marker, so that a type
 checker run over a user's code reads trainstack's annotations instead of treating it as untyped.
 
-``trainstack`` is one namespace over seven distributions: each layer's marker sits in its own
+``trainstack`` is one namespace over eight distributions: each layer's marker sits in its own
 package directory (``trainstack/loop/py.typed``), the meta-package's in ``trainstack/``.
 """
 from __future__ import annotations
@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-LAYERS = ["loop", "dataflow", "callbacks", "inputs", "towers", "distributed"]
+LAYERS = ["loop", "dataflow", "callbacks", "inputs", "towers", "distributed", "tensorpack"]
 
 
 def package_dirs(name: str) -> list[Path]:

@@ -1,6 +1,6 @@
 """The release story holds together (docs/releasing.md): versions, pins and changelogs agree.
 
-The seven distributions (six layers in packages/<layer>/ and the meta-package at the root) are
+The eight distributions (seven layers in packages/<layer>/ and the meta-package at the root) are
 versioned separately and pin each other with ranges. A version bumped in one `_version.py`
 without moving the ranges that name it would publish wheels that cannot be installed together;
 a changelog left behind would describe a release that is not the one built. So:
@@ -71,9 +71,9 @@ def requirements_of(pyproject: Path) -> list[tuple[str, str, Requirement]]:
     return [(where, r, Requirement(r)) for where, reqs in tables.items() for r in reqs]
 
 
-def test_the_repository_has_the_seven_distributions():
+def test_the_repository_has_the_eight_distributions():
     names = set(distributions())
-    assert len(PYPROJECTS) == 7 and "trainstack" in names, sorted(names)
+    assert len(PYPROJECTS) == 8 and {"trainstack", "trainstack-tensorpack"} <= names, sorted(names)
 
 
 @pytest.mark.parametrize("pyproject", PYPROJECTS, ids=rel)
