@@ -166,7 +166,8 @@ def port_source(text: str, filename: str = "<script>") -> tuple[str, list[str]]:
         stmt = min(whole, key=lambda n: (n.lineno, n.col_offset))
         last = max((e for e in edits if stmt.lineno <= e[0] <= (stmt.end_lineno or stmt.lineno)),
                    key=lambda e: (e[0], e[1]))
-        extra = "".join(f", {_PREFIX}{m}" for m in sorted(reached))
+        deepest = {m for m in reached if not any(r.startswith(m + ".") for r in reached)}
+        extra = "".join(f", {_PREFIX}{m}" for m in sorted(deepest))
         edits[edits.index(last)] = (last[0], last[1], last[2] + extra)
 
     lines = text.splitlines(keepends=True)

@@ -1,0 +1,183 @@
+"""The port command: import lines only, every other byte kept; --out, in place with a backup,
+directories, and its errors; and a ported tensorpack example trains (in a subprocess, a few steps)."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from trainstack.tensorpack.port import main, port_source
+
+SCRIPTS = Path(__file__).parent / "scripts"
+
+
+def _changed(old: bytes, new: bytes) -> list[tuple[bytes, bytes]]:
+    old_lines, new_lines = old.splitlines(keepends=True), new.splitlines(keepends=True)
+    assert len(old_lines) == len(new_lines)
+    return [(a, b) for a, b in zip(old_lines, new_lines) if a != b]
+
+
+def test_the_basics_examples_port_with_their_import_lines_only(tmp_path, capsys):
+    assert main([str(SCRIPTS), "--out", str(tmp_path)]) == 0
+    report = capsys.readouterr().out
+    for name, count in [("mnist-convnet.py", 4), ("cifar-convnet.py", 5)]:
+        changed = _changed((SCRIPTS / name).read_bytes(), (tmp_path / name).read_bytes())
+        assert len(changed) == count
+        for old, new in changed:
+            assert old.startswith((b"from tensorpack", b"import tensorpack"))
+            assert new == old.replace(b"tensorpack", b"trainstack.tensorpack", 1)
+        assert f"{name}: {count} import lines changed -> {tmp_path / name}" in report
+    assert "2 files, 9 lines changed" in report
+    assert "does not provide" not in report
+
+
+def test_import_forms_and_everything_else_byte_identical():
+    source = textwrap.dedent("""\
+        # -*- coding: utf-8 -*-
+        import os, tensorpack   # a comment
+        import tensorpack.tfutils.summary as summ
+        import tensorpack.dataflow
+        from tensorpack import (ModelDesc,  # the model
+                                TrainConfig)
+        from tensorpack.utils import logger; x = 'tensorpack'
+        def f():
+            from tensorpack.tfutils import scope_utils
+            return tensorpack.tfutils.varreplace.remap_variables, scope_utils
+        y = "import tensorpack"
+        """)
+    new, notes = port_source(source)
+    assert new == textwrap.dedent("""\
+        # -*- coding: utf-8 -*-
+        import os, trainstack.tensorpack as tensorpack, trainstack.tensorpack.tfutils.varreplace   # a comment
+        import trainstack.tensorpack.tfutils.summary as summ
+        import trainstack.tensorpack.dataflow, trainstack.tensorpack as tensorpack
+        from trainstack.tensorpack import (ModelDesc,  # the model
+                                TrainConfig)
+        from trainstack.tensorpack.utils import logger; x = 'tensorpack'
+        def f():
+            from trainstack.tensorpack.tfutils import scope_utils
+            return tensorpack.tfutils.varreplace.remap_variables, scope_utils
+        y = "import tensorpack"
+        """)
+    assert notes == []
+    namespace: dict = {}
+    exec(new, namespace)   # the rewritten statements import what the script reaches
+    from trainstack.tensorpack.tfutils.varreplace import remap_variables
+
+    assert namespace["f"]()[0] is remap_variables
+    assert namespace["tensorpack"].dataflow.BatchData is namespace["tensorpack"].BatchData
+
+
+def test_line_endings_and_encoding_are_kept(tmp_path):
+    script = tmp_path / "crlf.py"
+    script.write_bytes("# -*- coding: latin-1 -*-\r\nfrom tensorpack import *\r\ns = 'caf\xe9'\r\n".encode("latin-1"))
+    assert main([str(script), "--out", str(tmp_path / "out")]) == 0
+    assert (tmp_path / "out" / "crlf.py").read_bytes() == \
+        "# -*- coding: latin-1 -*-\r\nfrom trainstack.tensorpack import *\r\ns = 'caf\xe9'\r\n".encode("latin-1")
+
+
+def test_the_report_names_what_is_not_provided_and_its_replacement():
+    source = textwrap.dedent("""\
+        from tensorpack import *
+        from tensorpack.tfutils.sesscreate import NewSessionCreator
+        from tensorpack.tfutils import summary
+        from tensorpack.models.regularize import regularize_cost
+        import tensorpack.utils.stats as stats
+        sess = get_default_sess_config()
+        summary.add_activation_summary(x)
+        counter = stats.RatioCounter()
+        """)
+    _, notes = port_source(source, "s.py")
+    assert len(notes) == 5
+    assert notes[0].startswith("s.py:1: get_default_sess_config: ") and "RuntimeConfig" in notes[0]
+    assert notes[1].startswith("s.py:2: NewSessionCreator: ") and "TensorFlow 2 has no sessions" in notes[1]
+    assert notes[2].startswith("s.py:4: tensorpack.models.regularize: ") and "no such module" in notes[2]
+    assert notes[3].startswith("s.py:7: add_activation_summary: ") and "add_tensor_summary" in notes[3]
+    assert notes[4].startswith("s.py:8: RatioCounter: ") and "not provided yet" in notes[4]
+
+
+def test_in_place_keeps_a_backup_and_refuses_to_overwrite_one(tmp_path, capsys):
+    script = tmp_path / "train.py"
+    original = b"from tensorpack import *\nprint(1)\n"
+    script.write_bytes(original)
+    assert main([str(script)]) == 0
+    assert script.read_bytes() == b"from trainstack.tensorpack import *\nprint(1)\n"
+    assert (tmp_path / "train.py.orig").read_bytes() == original
+    assert "original kept as" in capsys.readouterr().out
+    assert main([str(script)]) == 0                    # already ported: nothing to change, nothing written
+    script.write_bytes(original)
+    assert main([str(script)]) == 2
+    assert "train.py.orig exists" in capsys.readouterr().err
+    assert script.read_bytes() == original
+
+
+def test_a_directory_ports_every_script_below_it(tmp_path, capsys):
+    (tmp_path / "src" / "pkg").mkdir(parents=True)
+    (tmp_path / "src" / "a.py").write_text("import tensorpack\n")
+    (tmp_path / "src" / "pkg" / "b.py").write_text("from tensorpack.dataflow import dataset\n")
+    (tmp_path / "src" / "pkg" / "c.py").write_text("print('no tensorpack here')\n")
+    assert main([str(tmp_path / "src"), "--out", str(tmp_path / "out")]) == 0
+    assert (tmp_path / "out" / "a.py").read_text() == "import trainstack.tensorpack as tensorpack\n"
+    assert (tmp_path / "out" / "pkg" / "b.py").read_text() == "from trainstack.tensorpack.dataflow import dataset\n"
+    assert (tmp_path / "out" / "pkg" / "c.py").read_text() == "print('no tensorpack here')\n"
+    assert "3 files, 2 lines changed" in capsys.readouterr().out
+
+
+def test_a_syntax_error_or_a_missing_path_is_an_error_and_nothing_is_written(tmp_path, capsys):
+    good, bad = tmp_path / "good.py", tmp_path / "bad.py"
+    good.write_text("from tensorpack import *\n")
+    bad.write_text("from tensorpack import *\ndef f(:\n")
+    assert main([str(good), str(bad)]) == 2
+    assert f"{bad}:2: syntax error" in capsys.readouterr().err
+    assert good.read_text() == "from tensorpack import *\n" and not (tmp_path / "good.py.orig").exists()
+    assert main([str(tmp_path / "missing.py")]) == 2
+    assert "missing.py: no such file or directory" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as exit_:
+        main([])
+    assert exit_.value.code == 2
+
+
+TRAIN = """
+import importlib.util, json, sys
+import numpy as np
+spec = importlib.util.spec_from_file_location("ported", sys.argv[1])
+script = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(script)             # the ported script, its __main__ block not run
+
+
+class CostRecorder(script.Callback):
+    def __init__(self):
+        self.costs = []
+
+    def _before_run(self, ctx):
+        return ["total_cost"]
+
+    def _after_run(self, ctx, values):
+        self.costs.append(float(values.results[0]))
+
+
+rng = np.random.default_rng(0)
+label = rng.integers(0, 3, size=8).astype("int32")
+image = (rng.uniform(size=(8, 28, 28)) * 0.5 + 0.25 * label[:, None, None]).astype("float32")
+recorder = CostRecorder()
+script.launch_train_with_config(script.TrainConfig(
+    model=script.Model(), dataflow=[(image, label)] * 8, max_epoch=1, steps_per_epoch=8, monitors=[],
+    callbacks=[recorder, script.ModelSaver(checkpoint_dir=sys.argv[2])]), script.SimpleTrainer())
+print(json.dumps(recorder.costs))
+"""
+
+
+def test_a_ported_example_trains(tmp_path):
+    assert main([str(SCRIPTS / "mnist-convnet.py"), "--out", str(tmp_path)]) == 0
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", CUDA_VISIBLE_DEVICES="")
+    done = subprocess.run([sys.executable, "-c", TRAIN, str(tmp_path / "mnist-convnet.py"), str(tmp_path / "ckpt")],
+                          capture_output=True, text=True, env=env, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    costs = json.loads(done.stdout.strip().splitlines()[-1])
+    assert len(costs) == 8 and costs[-1] < costs[0]
+    assert any(p.name.startswith("model-8") for p in (tmp_path / "ckpt").iterdir())
