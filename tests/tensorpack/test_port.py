@@ -181,3 +181,17 @@ def test_a_ported_example_trains(tmp_path):
     costs = json.loads(done.stdout.strip().splitlines()[-1])
     assert len(costs) == 8 and costs[-1] < costs[0]
     assert any(p.name.startswith("model-8") for p in (tmp_path / "ckpt").iterdir())
+
+
+def test_the_command_runs_without_tensorflow(tmp_path):
+    """The port command is text processing: ``python -m trainstack.tensorpack.port`` imports neither
+    TensorFlow nor the layers (the package's top-level names load on first use)."""
+    code = ("import runpy, sys; sys.argv = ['port', sys.argv[1], '--out', sys.argv[2]]\n"
+            "try:\n    runpy.run_module('trainstack.tensorpack.port', run_name='__main__')\n"
+            "except SystemExit as e:\n    assert not e.code, e.code\n"
+            "print(sorted(m for m in sys.modules if m == 'tensorflow' or m.startswith('trainstack.towers')))")
+    out = subprocess.run([sys.executable, "-c", code, str(SCRIPTS / "mnist-convnet.py"), str(tmp_path)],
+                         capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip().splitlines()[-1] == "[]"
+    assert (tmp_path / "mnist-convnet.py").read_text().count("trainstack.tensorpack") == 4

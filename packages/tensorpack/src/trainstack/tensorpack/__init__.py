@@ -1,196 +1,13 @@
 """tensorpack 0.11's top level, ``import tensorpack``: the names ``from tensorpack import *`` gives,
-re-exported from this package's mirrors of tensorpack's modules (the last star import winning, as there)."""
+re-exported from this package's mirrors of tensorpack's modules (the last star import winning, as there).
+
+They are loaded on first use (``_star.py`` holds the imports), so that ``import
+trainstack.tensorpack.utils.viz`` or the port command (``python -m trainstack.tensorpack.port``)
+does not import TensorFlow; ``from trainstack.tensorpack import *`` loads them all.
+"""
+from typing import Any
+
 from ._replaced import unprovided
-from .callbacks import (
-    BinaryClassificationStats,
-    Callback,
-    CallbackFactory,
-    Callbacks,
-    CheckNumerics,
-    ClassificationError,
-    DataParallelInferenceRunner,
-    DumpTensor,
-    DumpTensors,
-    EnableCallbackIf,
-    EstimatedTimeLeft,
-    GPUUtilizationTracker,
-    GraphProfiler,
-    GraphVarParam,
-    HumanHyperParamSetter,
-    HyperParam,
-    HyperParamSetter,
-    HyperParamSetterWithFunc,
-    Inferencer,
-    InferenceRunner,
-    JSONWriter,
-    MaxSaver,
-    MergeAllSummaries,
-    MinSaver,
-    ModelSaver,
-    MonitorBase,
-    Monitors,
-    MovingAverageSummary,
-    ObjAttrParam,
-    PeakMemoryTracker,
-    PeriodicCallback,
-    PeriodicTrigger,
-    ProcessTensors,
-    ProgressBar,
-    ProxyCallback,
-    RunOp,
-    RunUpdateOps,
-    ScalarPrinter,
-    ScalarStats,
-    ScheduledHyperParamSetter,
-    SimpleMovingAverage,
-    StatMonitorParamSetter,
-    TFEventWriter,
-    ThroughputTracker,
-)
-from .compat import tfv1
-from .dataflow import (
-    AugmentImageComponent,
-    AugmentImageComponents,
-    AugmentImageCoordinates,
-    BatchData,
-    BatchDataByShape,
-    CacheData,
-    CaffeLMDB,
-    ConcatData,
-    DataFlow,
-    DataFlowTerminated,
-    DataFromGenerator,
-    DataFromIterable,
-    DataFromList,
-    DataFromQueue,
-    FakeData,
-    FixedSizeData,
-    HDF5Data,
-    HDF5Serializer,
-    ImageFromFile,
-    JoinData,
-    LMDBData,
-    LMDBDataDecoder,
-    LMDBSerializer,
-    LocallyShuffleData,
-    MapData,
-    MapDataComponent,
-    MultiProcessMapAndBatchData,
-    MultiProcessMapAndBatchDataZMQ,
-    MultiProcessMapData,
-    MultiProcessMapDataZMQ,
-    MultiProcessPrefetchData,
-    MultiProcessRunner,
-    MultiProcessRunnerZMQ,
-    MultiThreadMapData,
-    MultiThreadPrefetchData,
-    MultiThreadRunner,
-    NumpySerializer,
-    PrefetchData,
-    PrefetchDataZMQ,
-    PrintData,
-    ProxyDataFlow,
-    RandomChooseData,
-    RandomMixData,
-    RemoteDataZMQ,
-    RepeatedData,
-    RepeatedDataPoint,
-    RNGDataFlow,
-    SelectComponent,
-    SVMLightData,
-    TestDataSpeed,
-    TFRecordSerializer,
-    dataset,
-    imgaug,
-    send_dataflow_zmq,
-)
-from .input_source import (
-    BatchQueueInput,
-    DummyConstantInput,
-    FeedfreeInput,
-    FeedInput,
-    InputSource,
-    QueueInput,
-    StagingInput,
-    TensorInput,
-    TFDatasetInput,
-)
-from .models import (
-    AvgPooling,
-    BatchNorm,
-    BatchRenorm,
-    BNReLU,
-    ConcatWith,
-    Conv2D,
-    Conv2DTranspose,
-    Deconv2D,
-    Dropout,
-    FixedUnPooling,
-    FullyConnected,
-    GlobalAvgPooling,
-    InstanceNorm,
-    LayerNorm,
-    LinearWrap,
-    Maxout,
-    MaxPooling,
-    PReLU,
-    VariableHolder,
-    disable_layer_logging,
-    l1_regularizer,
-    l2_regularizer,
-    layer_register,
-    regularize_cost,
-)
-from .predict import DatasetPredictorBase, OfflinePredictor, OnlinePredictor, PredictConfig, SimpleDatasetPredictor
-from .tfutils import (
-    ChainInit,
-    DictRestore,
-    JustCurrentSession,
-    SaverRestore,
-    SaverRestoreRelaxed,
-    SessionInit,
-    SmartInit,
-    TowerContext,
-    argscope,
-    enable_argscope_for_function,
-    enable_argscope_for_module,
-    get_arg_scope,
-    get_current_tower_context,
-    get_global_step_var,
-    get_model_loader,
-    get_tf_version_tuple,
-    gradproc,
-    optimizer,
-    sesscreate,
-    sessinit,
-    summary,
-    tower,
-    varreplace,
-)
-from .train import (
-    DEFAULT_CALLBACKS,
-    DEFAULT_MONITORS,
-    AsyncMultiGPUTrainer,
-    AutoResumeTrainConfig,
-    DistributedTrainerParameterServer,
-    DistributedTrainerReplicated,
-    HorovodTrainer,
-    ModelDesc,
-    ModelDescBase,
-    NoOpTrainer,
-    QueueInputTrainer,
-    SimpleTrainer,
-    SingleCostTrainer,
-    StopTraining,
-    SyncMultiGPUTrainer,
-    SyncMultiGPUTrainerParameterServer,
-    SyncMultiGPUTrainerReplicated,
-    TowerTrainer,
-    TrainConfig,
-    Trainer,
-    launch_train_with_config,
-)
-from .utils import fix_rng_seed, get_rng, logger
 
 __all__ = [
     "get_rng", "fix_rng_seed", "logger", "DataFlow", "ProxyDataFlow", "RNGDataFlow", "DataFlowTerminated",
@@ -228,4 +45,18 @@ __all__ = [
     "SimpleDatasetPredictor", "tfv1"
 ]
 
-__getattr__ = unprovided(__name__)
+
+_unprovided = unprovided(__name__)
+
+
+def __getattr__(name: str) -> Any:
+    if name in __all__:
+        from . import _star  # noqa: PLC0415 - on first use
+
+        value = globals()[name] = getattr(_star, name)
+        return value
+    return _unprovided(name)
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})
