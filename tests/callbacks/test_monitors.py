@@ -200,25 +200,48 @@ def test_json_writer_crash_keeps_finished_epochs(linear_trainer, logger_dir):
     assert JSONWriter.load_existing_epoch_number(logger_dir) == 1
 
 
-def test_json_writer_tolerates_a_truncated_last_line(linear_trainer, logger_dir, caplog):
+@pytest.mark.parametrize("damaged", ['{"epoch_num": 2, "global_st', '{"epoch_num": 2, "global_st\n',
+                                     '{"epoch_num": 2, "global_step": 6}}\n', '[2, 6]\n'],
+                         ids=["cut-off", "cut-off-with-newline", "bad-json-with-newline", "not-an-object"])
+def test_json_writer_drops_a_damaged_last_line_with_or_without_its_newline(linear_trainer, logger_dir,
+                                                                           caplog, damaged):
     path = os.path.join(logger_dir, JSONWriter.FILENAME)
     with open(path, "w") as f:
-        f.write('{"epoch_num": 1, "global_step": 3}\n{"epoch_num": 2, "global_st')
+        f.write('{"epoch_num": 1, "global_step": 3}\n' + damaged)
     with caplog.at_level(logging.WARNING, logger="trainstack.callbacks"):
         assert JSONWriter.load_existing_json(logger_dir) == [{"epoch_num": 1, "global_step": 3}]
         assert JSONWriter.load_existing_epoch_number(logger_dir) == 1
-    assert "stats.jsonl:2: skipping a truncated last line" in caplog.text
+    assert "stats.jsonl:2: dropping the damaged last line" in caplog.text
 
-    # resuming drops the partial line, so the new lines start on a line of their own
+    # resuming cuts the damaged line off, so the new lines follow the last good one, and the
+    # next reader finds nothing to drop
+    run(linear_trainer(), [PutLoss()], [JSONWriter()], epochs=2, starting_epoch=2)
+    assert [r["epoch_num"] for r in read_lines(logger_dir)] == [1, 2]
+    caplog.clear()
+    with caplog.at_level(logging.WARNING, logger="trainstack.callbacks"):
+        assert [r["epoch_num"] for r in JSONWriter.load_existing_json(logger_dir)] == [1, 2]
+    assert "damaged" not in caplog.text
+
+
+def test_json_writer_completes_a_good_last_line_without_its_newline(linear_trainer, logger_dir):
+    with open(os.path.join(logger_dir, JSONWriter.FILENAME), "w") as f:
+        f.write('{"epoch_num": 1, "global_step": 3}')
     run(linear_trainer(), [PutLoss()], [JSONWriter()], epochs=2, starting_epoch=2)
     assert [r["epoch_num"] for r in read_lines(logger_dir)] == [1, 2]
 
 
-def test_json_writer_corrupt_middle_line_is_an_error(logger_dir):
-    with open(os.path.join(logger_dir, JSONWriter.FILENAME), "w") as f:
-        f.write('{"epoch_num": 1}\n{oops\n{"epoch_num": 2}\n')
+def test_json_writer_corrupt_middle_line_is_an_error(linear_trainer, logger_dir):
+    path = os.path.join(logger_dir, JSONWriter.FILENAME)
+    text = '{"epoch_num": 1}\n{oops\n{"epoch_num": 2}\n'
+    with open(path, "w") as f:
+        f.write(text)
     with pytest.raises(ValueError, match=r"stats\.jsonl:2: not valid JSON"):
         JSONWriter.load_existing_json(logger_dir)
+    # a run appending to it stops before writing anything, naming the line
+    with pytest.raises(ValueError, match=r"stats\.jsonl:2: not valid JSON"):
+        run(linear_trainer(), [PutLoss()], [JSONWriter()], epochs=3, starting_epoch=3)
+    with open(path) as f:
+        assert f.read() == text
 
 
 def test_json_writer_without_file_or_dir(tmp_path):

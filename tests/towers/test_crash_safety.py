@@ -13,7 +13,7 @@ import tensorflow as tf
 
 from trainstack.callbacks import MinSaver, ModelSaver, PeriodicTrigger, TerminateOnNaN
 from trainstack.loop import Callback
-from trainstack.towers import AutoResumeTrainConfig, SimpleTrainer, TrainConfig, launch_train_with_config
+from trainstack.towers import AutoResumeTrainConfig, ResumeError, SimpleTrainer, TrainConfig, launch_train_with_config
 
 
 class PoisonAt(Callback):
@@ -49,14 +49,12 @@ def test_a_damaged_latest_checkpoint_is_skipped_for_the_one_before(classifier, m
     assert "model-6 cannot be read" in caplog.text
 
 
-def test_no_readable_checkpoint_starts_a_fresh_run(classifier, make_df, logger_dir, caplog):
+def test_no_readable_checkpoint_is_an_error_naming_it(classifier, make_df, logger_dir):
     train(classifier(), make_df(3), [ModelSaver()], max_epoch=1)
     for path in glob.glob(os.path.join(logger_dir, "model-*.data-*")):
         os.remove(path)
-    with caplog.at_level(logging.WARNING, logger="trainstack.towers"):
-        config = AutoResumeTrainConfig(dataflow=make_df(3), model=classifier(), max_epoch=2)
-    assert config.resumed_from is None
-    assert "no readable checkpoint" in caplog.text
+    with pytest.raises(ResumeError, match=r"none of them can be read.*model-3: .*No such file"):
+        AutoResumeTrainConfig(dataflow=make_df(3), model=classifier(), max_epoch=2)
 
 
 def test_model_saver_never_saves_nan_weights_and_stops_naming_the_last_good_one(

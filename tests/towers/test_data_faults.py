@@ -1,7 +1,7 @@
 """Faults in the data and on the disk (issue 15): a bad datapoint is reported by its position in
 the pass, an exception in the dataflow names where it happened, a NaN in the data stops
-training before it reaches a checkpoint, and a checkpoint directory that cannot be written is
-logged without stopping training. In every case what was saved before stays."""
+training before it reaches a checkpoint, and a checkpoint directory that cannot be written stops
+the run with an error naming the last good checkpoint. In every case what was saved before stays."""
 from __future__ import annotations
 
 import json
@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from trainstack.callbacks import JSONWriter, ModelSaver, TerminateOnNaN
+from trainstack.callbacks import JSONWriter, ModelSaver, StorageError, TerminateOnNaN
 from trainstack.inputs import FeedInput, InputSignatureError, QueueInput, TFDatasetInput
 from trainstack.loop import Callback
 from trainstack.towers import SimpleTrainer, TrainConfig, launch_train_with_config
@@ -92,24 +92,27 @@ def test_nan_in_the_data_stops_training_before_a_checkpoint_has_nan(classifier, 
     assert tf.train.latest_checkpoint(logger_dir).endswith("model-3")
 
 
-def test_a_checkpoint_directory_that_cannot_be_written_is_logged_and_training_goes_on(
-        classifier, make_df, tmp_path, logger_dir, caplog):
+def test_a_checkpoint_directory_that_cannot_be_written_stops_the_run_naming_the_last_good_one(
+        classifier, make_df, tmp_path, logger_dir):
     ckpt = str(tmp_path / "ckpt")
 
-    class BreakTheDirectory(Callback):  # epoch 2: the directory is a file; epoch 3: it is back
+    class BreakTheDirectory(Callback):  # epoch 2: the directory becomes a file
         def _trigger_epoch(self):
             if self.epoch_num == 2:
                 os.rename(ckpt, ckpt + ".away")
                 open(ckpt, "w").close()
-            elif self.epoch_num == 3:
-                os.remove(ckpt)
-                os.rename(ckpt + ".away", ckpt)
 
-    with caplog.at_level(logging.ERROR, logger="trainstack.callbacks"):
-        trainer = train(classifier(), FeedInput(make_df(STEPS)),
-                        [BreakTheDirectory(), ModelSaver(checkpoint_dir=ckpt)])
-    assert trainer.global_step == 3 * STEPS
-    assert f"ModelSaver could not write a checkpoint in {ckpt}" in caplog.text
-    saved = sorted(p for p in os.listdir(ckpt) if p.endswith(".index"))
-    assert saved == ["model-3.index", "model-9.index"]
-    assert tf.train.latest_checkpoint(ckpt).endswith("model-9")
+    trainer = SimpleTrainer()
+    config = TrainConfig(data=FeedInput(make_df(STEPS)), model=classifier(), extra_callbacks=[],
+                         callbacks=[BreakTheDirectory(), ModelSaver(checkpoint_dir=ckpt)],
+                         monitors=[JSONWriter()], max_epoch=3, steps_per_epoch=STEPS)
+    with pytest.raises(StorageError) as info:
+        launch_train_with_config(config, trainer)
+    message = str(info.value)
+    assert f"could not write the checkpoint {ckpt}/model-6" in message
+    assert "is not a directory" in message
+    assert f"The last good checkpoint is {ckpt}/model-3." in message
+    assert trainer.global_step == 2 * STEPS  # epoch 3 never ran: the run stopped at the failed save
+    os.remove(ckpt)
+    os.rename(ckpt + ".away", ckpt)
+    assert tf.train.latest_checkpoint(ckpt).endswith("model-3")  # what was saved before stays

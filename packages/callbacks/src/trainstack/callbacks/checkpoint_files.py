@@ -18,6 +18,7 @@ import shutil
 from typing import Any
 
 import tensorflow as tf
+from tensorflow.python.checkpoint import checkpoint_management  # the state file with its timestamps
 
 __all__ = ["STATE_FILE", "list_checkpoints", "checkpoint_number", "last_checkpoint", "state_file_problem",
            "read_state_file", "rebuild_state_file", "remove_temp_folders", "repair_checkpoint_dir"]
@@ -78,14 +79,19 @@ def state_file_problem(directory: str | os.PathLike, name: str = "model") -> str
 
 def rebuild_state_file(directory: str | os.PathLike, name: str = "model") -> str | None:
     """Rewrite ``directory``'s state file from the listing (newest checkpoint as the latest, all
-    of them as kept, oldest first); return the latest, or None when there is no checkpoint."""
+    of them as kept, oldest first, with their files' times: a CheckpointManager then manages them
+    as it managed them before, ``max_to_keep`` included); return the latest, or None when there is
+    no checkpoint. The file is replaced atomically, as TensorFlow writes it."""
     directory = os.fspath(directory)
     listed = list_checkpoints(directory, name)
     if not listed:
         return None
-    tf.compat.v1.train.update_checkpoint_state(
+    oldest_first = list(reversed(listed))
+    times = [os.path.getmtime(p + ".index") for p in oldest_first]
+    checkpoint_management.update_checkpoint_state_internal(
         directory, model_checkpoint_path=os.path.basename(listed[0]),
-        all_model_checkpoint_paths=[os.path.basename(p) for p in reversed(listed)])
+        all_model_checkpoint_paths=[os.path.basename(p) for p in oldest_first], save_relative_paths=True,
+        all_model_checkpoint_timestamps=times, last_preserved_timestamp=min(times) - 1)
     return listed[0]
 
 
