@@ -162,7 +162,7 @@ def test_a_client_that_stops_reading_is_dropped_and_the_next_served(no_leaks, lo
     assert not thread.is_alive()
 
 
-def test_close_is_prompt_while_a_client_stops_reading(no_leaks, logs):
+def test_close_is_prompt_while_a_client_stops_reading(no_leaks, logs, run_with_deadline):
     flow = BigFlow(32 * 2**20)  # a frame no socket buffer holds: the server's send blocks on it
     server = DataFlowServer(flow, ("127.0.0.1", 0), KEY)  # the default send_timeout: minutes
     thread = serve_in_thread(server)
@@ -171,11 +171,11 @@ def test_close_is_prompt_while_a_client_stops_reading(no_leaks, logs):
         with waiting, raw_connection(server.address) as silent:  # and a handshake running
             assert silent.recv(1, socket.MSG_PEEK)  # the server's challenge: its handshake runs
             assert flow.first.wait(10)  # the server is sending the stalled client its first datapoint
-            start = time.monotonic()
-            server.close()
-            closed_in = time.monotonic() - start
-            thread.join(1)
-            assert closed_in < 1 and not thread.is_alive(), f"close() took {closed_in:.2f} s"
+            # close() returns and the serving thread ends with the stalled client still not
+            # reading: they do not wait for its send_timeout (300 s; the 60 s are a hang guard)
+            run_with_deadline(server.close, 60)
+            thread.join(60)
+            assert not thread.is_alive()
             # every connection was closed by the server: each peer reads to its end
             assert dropped_by_server(silent) and dropped(waiting)
         assert dropped(stalled)
@@ -193,14 +193,13 @@ def test_a_burst_of_silent_peers_does_not_delay_a_client(no_leaks, logs, run_wit
             assert s.recv(1, socket.MSG_PEEK)
 
         def first_datapoint():
-            start = time.monotonic()
             with RemoteDataFlow(server.address, KEY, size=N) as client:
-                assert int(next(iter(client))[0]) == 0
-            return time.monotonic() - start
+                return int(next(iter(client))[0])
 
-        took = run_with_deadline(first_datapoint, 10)
-        assert took < 1, f"the client was served after {took:.2f} s"
-        logs.wait_for("it was the oldest of max_handshakes=32 handshakes running")  # made room for it
+        # the client is served because the oldest silent handshake made room for it, not because
+        # one timed out (handshake_timeout=5 s): the server says so (the 60 s are a hang guard)
+        assert run_with_deadline(first_datapoint, 60) == 0
+        logs.wait_for("it was the oldest of max_handshakes=32 handshakes running")
         server.assert_serving()
     finally:
         for s in silent:
