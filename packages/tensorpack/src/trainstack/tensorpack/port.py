@@ -150,18 +150,18 @@ def port_source(text: str, filename: str = "<script>") -> tuple[str, list[str]]:
     reached: set[str] = set()
     for node in ast.walk(tree):
         chain = _dotted(node) if isinstance(node, ast.Attribute) else None
-        if not chain or len(chain) < 2:
+        if not isinstance(node, ast.Attribute) or not chain or len(chain) < 2:
             continue
         if chain[0] in aliases:
-            module, name = _split([aliases[chain[0]]] + chain[1:], mirrors)
+            owner, attr = _split([aliases[chain[0]]] + chain[1:], mirrors)
         elif chain[0] == "tensorpack" and whole:
-            module, name = _split(chain, mirrors)
-            if module != "tensorpack":
-                reached.add(module)
+            owner, attr = _split(chain, mirrors)
+            if owner != "tensorpack":
+                reached.add(owner)
         else:
             continue
-        if name is not None:
-            note(node.lineno, module, name)
+        if attr is not None:
+            note(node.lineno, owner, attr)
     if whole and reached:   # import the submodules the script reaches, in the first such statement
         stmt = min(whole, key=lambda n: (n.lineno, n.col_offset))
         last = max((e for e in edits if stmt.lineno <= e[0] <= (stmt.end_lineno or stmt.lineno)),
@@ -172,8 +172,7 @@ def port_source(text: str, filename: str = "<script>") -> tuple[str, list[str]]:
 
     lines = text.splitlines(keepends=True)
     for row, col, insert in sorted(edits, reverse=True):
-        line = lines[row - 1]
-        lines[row - 1] = line[:col] + insert + line[col:]
+        lines[row - 1] = lines[row - 1][:col] + insert + lines[row - 1][col:]
     return "".join(lines), sorted(set(notes), key=lambda s: (s.split(":")[0], int(s.split(":")[1]), s))
 
 
