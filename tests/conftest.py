@@ -9,6 +9,9 @@
   repeat. It gives the directory ``<session tmp>/<name>``, calling ``make(directory)`` only the
   first time in the whole test session (a lock in the session's temporary directory, shared by
   xdist's workers); a ``make`` that raised is tried again by the next caller.
+- ``run_with_deadline(fn, seconds=30.0)``: ``fn()`` in a thread; its result, or its error
+  raised. ``seconds`` is a hang guard, never a speed claim: give it generously, assert the
+  events (what was raised, what ended, what was closed), and measure speed in ``benchmarks/``.
 """
 from __future__ import annotations
 
@@ -16,6 +19,7 @@ import fcntl
 import os
 import shutil
 import tempfile
+import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -30,6 +34,30 @@ def logger_dir(tmp_path):
     dirname = set_logger_dir(str(tmp_path / "train_log"))
     yield dirname
     unset_logger_dir()
+
+
+def _run_with_deadline(fn: Callable[[], object], seconds: float = 30.0) -> object:
+    result: dict = {}
+
+    def target() -> None:
+        try:
+            result["value"] = fn()
+        except BaseException as e:  # noqa: BLE001 - handed to the test
+            result["error"] = e
+
+    thread = threading.Thread(target=target, daemon=True)
+    thread.start()
+    thread.join(seconds)
+    assert not thread.is_alive(), f"hung: did not end within {seconds} s (a hang guard)"
+    if "error" in result:
+        raise result["error"]
+    return result["value"]
+
+
+@pytest.fixture
+def run_with_deadline() -> Callable[..., object]:
+    """``run_with_deadline(fn, seconds=30.0)``: see the module docstring."""
+    return _run_with_deadline
 
 
 @pytest.fixture

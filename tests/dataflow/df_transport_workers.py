@@ -152,5 +152,5 @@ def fast_and_slow(index: int, count: int) -> Paced:
 
 
 def dies_after_its_pass_beside_a_slow_one(index: int, count: int) -> Paced:
-    """Worker 0 makes 3 datapoints, then exits with code 3; worker 1 takes a minute per datapoint."""
-    return Paced(3, 0.0, exit_code=3) if index == 0 else Paced(2, 60.0, first=100)
+    """Worker 0 makes 3 datapoints, then exits with code 3; worker 1 takes an hour per datapoint."""
+    return Paced(3, 0.0, exit_code=3) if index == 0 else Paced(2, 3600.0, first=100)

@@ -114,7 +114,7 @@ def main() -> None:
     out = os.path.abspath(args.out)
     os.makedirs(out, exist_ok=True)
     report: dict = {}
-    start = time.monotonic()
+    launched = time.monotonic()
     import ray  # noqa: PLC0415
 
     try:
@@ -123,7 +123,7 @@ def main() -> None:
         with open(os.path.join(out, "cannot_start.txt"), "w") as f:
             f.write(traceback.format_exc())
         return
-    report["ray_init_s"] = time.monotonic() - start
+    report["ray_init_s"] = time.monotonic() - launched
     from trainstack.distributed.ray import train_on_ray  # noqa: PLC0415
 
     storage = os.path.join(out, "ray_storage")
@@ -142,7 +142,7 @@ def main() -> None:
         began = time.monotonic()
         ray.shutdown()
         report["ray_shutdown_s"] = time.monotonic() - began
-        report["total_s"] = time.monotonic() - start
+        report["total_s"] = time.monotonic() - launched
         with open(os.path.join(out, "driver.json"), "w") as f:
             json.dump(report, f, indent=1, default=str)
     print(json.dumps(report, default=str), flush=True)

@@ -34,15 +34,14 @@ print("bye", flush=True)
 """
 
 
-def _launch(tmp_path, *options: str, env: dict[str, str] | None = None) -> tuple[subprocess.CompletedProcess, float]:
+def _launch(tmp_path, *options: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
     script = tmp_path / "task.py"
     script.write_text(SCRIPT)
     environ = dict(os.environ, **(env or {}))
     environ.pop("TF_CONFIG", None)
-    start = time.monotonic()
-    proc = subprocess.run([sys.executable, "-m", "trainstack.distributed.launch", *options, "--grace", "2",
+    # the timeout is a hang guard: a task the launcher did not stop sleeps 120 s
+    return subprocess.run([sys.executable, "-m", "trainstack.distributed.launch", *options, "--grace", "2",
                            str(script)], env=environ, capture_output=True, text=True, timeout=100)
-    return proc, time.monotonic() - start
 
 
 def _configs(stdout: str) -> dict[str, dict]:
@@ -57,7 +56,7 @@ def _configs(stdout: str) -> dict[str, dict]:
 def test_launcher_sets_tf_config_per_task_and_prefixes_output(tmp_path) -> None:
     # the workers wait for the ps to have started: else a slow ps is stopped before it printed
     (tmp_path / "ready").mkdir()
-    proc, _ = _launch(tmp_path, "-n", "2", "--ps", "1", env={"READY_DIR": str(tmp_path / "ready")})
+    proc = _launch(tmp_path, "-n", "2", "--ps", "1", env={"READY_DIR": str(tmp_path / "ready")})
     assert proc.returncode == 0, proc.stdout + proc.stderr
     configs = _configs(proc.stdout)
     assert set(configs) == {"worker0", "worker1", "ps0"}
@@ -71,11 +70,10 @@ def test_launcher_sets_tf_config_per_task_and_prefixes_output(tmp_path) -> None:
 
 
 def test_a_failing_task_stops_the_others_and_the_launcher_fails(tmp_path) -> None:
-    proc, elapsed = _launch(tmp_path, "-n", "3", env={"FAIL_TASK": "worker1"})
+    proc = _launch(tmp_path, "-n", "3", env={"FAIL_TASK": "worker1"})
     assert proc.returncode == 3, proc.stdout + proc.stderr
     assert "worker1 exited with status 3" in proc.stderr
-    assert "bye" not in proc.stdout
-    assert elapsed < 60
+    assert "bye" not in proc.stdout  # the others were stopped in their sleep, not waited for
 
 
 def test_a_terminated_launcher_stops_its_tasks(tmp_path) -> None:

@@ -12,7 +12,6 @@ import json
 import struct
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import numpy as np
@@ -49,11 +48,9 @@ def test_mnist_augmented_trains_on_local_idx_files(tmp_path):
     write_idx_gz(data, "test", *block_digits(200, seed=1))
     logdir = tmp_path / "log"
 
-    start = time.perf_counter()
     result = subprocess.run([sys.executable, str(ROOT / "examples" / "mnist_augmented.py"), "--data-dir", str(data),
                              "--epochs", "2", "--batch-size", "32", "--logdir", str(logdir)],
                             capture_output=True, text=True, timeout=300)
-    elapsed = time.perf_counter() - start
     assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-4000:]
 
     records = [json.loads(line) for line in (logdir / "stats.jsonl").read_text().splitlines()]
@@ -68,4 +65,3 @@ def test_mnist_augmented_trains_on_local_idx_files(tmp_path):
     train_costs = [r["cost"] for r in epochs]   # the moving average of the training cost
     assert train_costs[-1] < train_costs[0], f"the training cost should fall, got {train_costs}"
     assert f"final validation error: {errors[-1]:.4f}" in result.stdout
-    assert elapsed < 120, f"the 2-epoch run took {elapsed:.0f} s"
