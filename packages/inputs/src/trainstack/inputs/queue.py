@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections.abc import Iterator, Sequence
 from typing import Any
 
@@ -25,6 +26,8 @@ from .signature import check_datapoint_at
 __all__ = ["QueueInput"]
 
 logger = logging.getLogger("trainstack.inputs")
+
+_DRAIN_POLL_S = 0.02  # stop(): how often it looks at the queue while the thread is not enqueuing
 
 
 class QueueInput(FeedfreeInput):
@@ -114,13 +117,25 @@ class QueueInput(FeedfreeInput):
                 self.queue.close(cancel_pending_enqueues=True)
 
     def stop(self, timeout: float = 10.0) -> None:
-        """Stop the thread (pending enqueues are cancelled) and wait for it."""
+        """Stop the thread and wait for it, then close the queue.
+
+        The queue is drained while the thread finishes, so an enqueue blocked on a full
+        queue completes rather than being cancelled: a cancelled enqueue makes TensorFlow
+        log "Local rendezvous is aborting ... CANCELLED" at the end of every run. Only a
+        thread still running after ``timeout`` has its enqueue cancelled (with a warning).
+        """
         thread, self._thread = self._thread, None
         if thread is None:
             return
-        self._stop.set()
-        self.queue.close(cancel_pending_enqueues=True)
-        thread.join(timeout)
+        self._stop.set()  # the thread returns before its next enqueue
+        deadline = time.monotonic() + timeout
+        while thread.is_alive() and time.monotonic() < deadline:
+            if int(self.queue.size()) > 0:  # only this thread dequeues now: this never blocks
+                self.queue.dequeue()  # room for an enqueue blocked on the full queue
+            else:
+                thread.join(_DRAIN_POLL_S)  # the thread is in the dataflow, or returning
+        self.queue.close(cancel_pending_enqueues=True)  # nothing is pending unless the thread is late
+        thread.join(max(0.0, deadline - time.monotonic()))
         if thread.is_alive():
             logger.warning("%s: the enqueue thread did not stop within %.0f s", self.name, timeout)
 
