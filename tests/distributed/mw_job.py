@@ -8,7 +8,9 @@ callbacks and monitors plus ModelSaver, in the logger directory ``DIR/<task>``;
 it writes its weights before training, after the first step and at the end
 to ``DIR/<task>_{init,step1,final}.npz``. ``--die-at K``: worker 1 kills
 itself (SIGKILL) at step K; with ``--signal TERM`` (or ``INT``) it sends itself
-that signal instead (a preemption: every worker stops gracefully).
+that signal instead (a preemption: every worker stops gracefully); with ``STOP`` it
+freezes (a worker that stops answering without closing its connections). ``--watchdog S``: every worker
+runs a StepWatchdog of S seconds (its first step, which compiles, gets 120).
 """
 from __future__ import annotations
 
@@ -31,7 +33,7 @@ from mw_model import BATCH, Classifier, make_data, shard, weights  # noqa: E402
 
 from trainstack.callbacks import ModelSaver, set_logger_dir  # noqa: E402
 from trainstack.inputs import TFDatasetInput  # noqa: E402
-from trainstack.loop import Callback  # noqa: E402
+from trainstack.loop import Callback, StepWatchdog  # noqa: E402
 
 
 class RecordWeights(Callback):
@@ -66,7 +68,8 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=10)
     parser.add_argument("--epochs", type=int, default=2)
     parser.add_argument("--die-at", type=int, default=None)
-    parser.add_argument("--signal", choices=["KILL", "TERM", "INT"], default="KILL")
+    parser.add_argument("--signal", choices=["KILL", "TERM", "INT", "STOP"], default="KILL")
+    parser.add_argument("--watchdog", type=float, default=None)
     args = parser.parse_args()
     spec = trainer.cluster_spec
     x, y = shard(*make_data(), spec.task_index, trainer.num_workers)
@@ -75,9 +78,10 @@ def main() -> None:
     trainer.setup_graph(model.get_input_signature(), TFDatasetInput(dataset), model.build_graph,
                         model.get_optimizer)
     set_logger_dir(os.path.join(args.out, spec.task_name), action="d")
+    watchdog = [] if args.watchdog is None else [StepWatchdog(args.watchdog, first_step_timeout_s=120, grace_s=1)]
     trainer.train_with_defaults(
         callbacks=[ModelSaver(), RecordWeights(model, os.path.join(args.out, spec.task_name), args.die_at,
-                                               args.signal)],
+                                               args.signal), *watchdog],
         steps_per_epoch=args.steps, max_epoch=args.epochs)
     print(f"{spec.task_name} done, chief={trainer.is_chief}, step={trainer.global_step}", flush=True)
 

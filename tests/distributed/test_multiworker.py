@@ -116,13 +116,13 @@ def test_checkpoint_restores_into_simple_trainer(run: str) -> None:
         assert not np.array_equal(got, old)
 
 
-def _start_workers(out, *args: str) -> list[subprocess.Popen]:
+def _start_workers(out, *args: str, collective_timeout: str = "10") -> list[subprocess.Popen]:
     """Two workers of mw_job.py without the launcher (which would stop a survivor itself)."""
     cluster = local_cluster(2)
     procs = []
     for k in range(2):
         env = _env()
-        env.update(TF_CONFIG=ClusterSpec(cluster, "worker", k).to_tf_config(), MW_TIMEOUT="10")
+        env.update(TF_CONFIG=ClusterSpec(cluster, "worker", k).to_tf_config(), MW_TIMEOUT=collective_timeout)
         procs.append(subprocess.Popen([sys.executable, JOB, "--out", str(out), *args], env=env,
                                       stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True))
     return procs
@@ -170,6 +170,36 @@ def test_a_dead_worker_makes_the_other_fail_in_bounded_time(tmp_path) -> None:
     assert waited < 90
     assert any(s in output for s in ("Unavailable", "DeadlineExceeded", "Cancelled", "Aborted",
                                      "collective", "Collective")), output[-3000:]
+    # the worker's closed connections abort the collective at once: the error names it, and the step
+    assert re.search(r"DistributedTrainerReplicated worker0: the allreduce in the step's gradient aggregation "
+                     r"across its 2 workers \(MultiWorkerMirroredStrategy's collective ops\) failed in the step "
+                     r"after global step [56]: another worker died", output), output[-3000:]
+
+
+def test_the_watchdog_ends_the_worker_of_a_silent_peer_naming_the_collective(tmp_path) -> None:
+    """A worker that stops answering without closing its connections (frozen with SIGSTOP, as a host
+    that vanished; killed with SIGKILL at the end): TensorFlow's heartbeats notice it after some
+    seconds (5-10 here), its collective timeout (600 s) later; the other worker's StepWatchdog (2 s)
+    ends it first, naming the allreduce it waits in. The chief's checkpoint of epoch 1 stays the
+    latest. (A worker killed outright resets its connections: the collective fails at once, see
+    test_a_dead_worker_makes_the_other_fail_in_bounded_time.)"""
+    procs = _start_workers(tmp_path, "--steps", "4", "--epochs", "100", "--die-at", "6", "--signal", "STOP",
+                           "--watchdog", "2", collective_timeout="600")
+    try:
+        code = procs[0].wait(timeout=200)
+        output = procs[0].stdout.read()
+        assert procs[1].poll() is None  # frozen, not dead, until now
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+    assert code == 1, output[-3000:]
+    assert ("StepWatchdog(2 s): global step 7 (epoch 2) has not finished after 2 s, the limit. A step of "
+            "DistributedTrainerReplicated waits in the allreduce in the step's gradient aggregation across its "
+            "2 workers") in output, output[-3000:]
+    assert "[MainThread] (most recent call first)" in output
+    assert tf.train.latest_checkpoint(os.path.join(tmp_path, "worker0")).endswith("model-4")
 
 
 def test_strategy_made_after_an_op_gets_a_clear_error() -> None:

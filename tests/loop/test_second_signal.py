@@ -55,8 +55,8 @@ def test_a_second_signal_exits_at_once_naming_the_steps_since_the_last_checkpoin
                           text=True, timeout=120)
     assert proc.returncode == status, proc.stderr[-3000:]
     assert f"{first} received: training stops before its next step starts" in proc.stderr
-    hint = "Ctrl-C again" if first == "SIGINT" else "a second SIGTERM (or Ctrl-C)"
-    assert f"({hint} to exit at once, losing the steps since the last checkpoint)" in proc.stderr
+    hint = ("Ctrl-C again to exit at once" if first == "SIGINT" else "a second SIGTERM or SIGINT exits at once")
+    assert f"({hint}, losing the steps since the last checkpoint)" in proc.stderr
     lines = [line for line in proc.stderr.splitlines() if "A second signal" in line]
     assert len(lines) == 1, proc.stderr[-3000:]
     assert lines[0].endswith(f"A second signal ({second}): exiting at once with status {status}, without "

@@ -68,7 +68,7 @@ def test_a_signal_saves_that_step_flushes_and_exits_with_its_status_then_resume_
     # the hint for a second signal is the one that applies to this signal
     assert ("Ctrl-C again to exit at once" in proc.stderr) == (sig == signal.SIGINT)
     if sig == signal.SIGTERM:
-        assert "a second SIGTERM (or Ctrl-C) to exit at once" in proc.stderr
+        assert "a second SIGTERM or SIGINT exits at once, losing the steps since the last checkpoint" in proc.stderr
     # a checkpoint of that very step (mid-epoch 2), with the loop state to resume right after it
     state = load_loop_state(str(tmp_path))
     assert (state["global_step"], state["epoch_num"], state["local_step"]) == (13, 2, 2)

@@ -159,6 +159,13 @@ class HorovodTrainer(AgreedInterrupt, SingleCostTrainer):
     def _num_processes(self) -> int:
         return self.size
 
+    def step_waits_in(self) -> str | None:
+        """The collective a step waits in for the other ranks (named by StepWatchdog's report)."""
+        if self.size == 1:
+            return None
+        return (f"Horovod's allreduce in the step's gradient aggregation across its {self.size} ranks (and, "
+                "with BatchNorm(sync_statistics='horovod'), the allreduce of the batch statistics)")
+
     def _worker_mean(self) -> Any:
         """The training towers' ``cross_worker_mean``: :meth:`mean_over_workers`."""
         return self.mean_over_workers

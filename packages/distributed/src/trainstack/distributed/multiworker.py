@@ -138,6 +138,26 @@ class DistributedTrainerReplicated(AgreedInterrupt, SingleCostTrainer):
     def _num_processes(self) -> int:
         return self.num_workers
 
+    def run_step(self) -> None:
+        """One step; when its collective fails because another worker died or cannot be reached,
+        TensorFlow's error gets a note naming this worker, the step and the collective."""
+        try:
+            super().run_step()
+        except tf.errors.OpError as e:
+            if self.num_workers > 1 and _peer_lost(e):
+                e.add_note(f"DistributedTrainerReplicated {self.cluster_spec.task_name}: "
+                           f"{self.step_waits_in()} failed in the step after global step {self.global_step}: "
+                           "another worker died, stopped or cannot be reached (its log says which). This "
+                           "worker stops too.")
+            raise
+
+    def step_waits_in(self) -> str | None:
+        """The collective a step waits in for the other workers (named by StepWatchdog's report)."""
+        if self.num_workers == 1:
+            return None
+        return (f"the allreduce in the step's gradient aggregation across its {self.num_workers} workers "
+                "(MultiWorkerMirroredStrategy's collective ops)")
+
     @property
     def num_workers(self) -> int:
         """The processes training together; the total batch is the per-worker batch times this."""
@@ -214,6 +234,14 @@ class DistributedTrainerReplicated(AgreedInterrupt, SingleCostTrainer):
             monitors = without_logger_dir_writers(
                 monitors, f"DistributedTrainerReplicated worker {self.cluster_spec.task_name}")
         super().setup_callbacks(callbacks, monitors)
+
+
+def _peer_lost(error: tf.errors.OpError) -> bool:
+    """Whether a step's error is the collective's report of a worker lost (reset connection,
+    timeout, cancelled or aborted collective)."""
+    return (isinstance(error, (tf.errors.UnavailableError, tf.errors.DeadlineExceededError,
+                               tf.errors.CancelledError, tf.errors.AbortedError))
+            or "Collective ops is aborted" in str(error))
 
 
 class BroadcastFromChief(Callback):

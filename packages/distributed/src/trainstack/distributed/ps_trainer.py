@@ -147,6 +147,12 @@ class DistributedTrainerParameterServer(SingleCostTrainer):
     def num_workers(self) -> int:
         return len(self.cluster_spec.cluster["worker"])
 
+    def step_waits_in(self) -> str | None:
+        """What a step waits in (named by StepWatchdog's report): the workers and parameter servers."""
+        return (f"the ClusterCoordinator's wait for the step it scheduled on one of its {self.num_workers} "
+                f"workers, whose variable reads and updates go to the {len(self.cluster_spec.cluster['ps'])} "
+                "parameter server(s)")
+
     # -- setup ----------------------------------------------------------------------------------
     def setup_graph(self, input_signature: Sequence[tf.TensorSpec], input: Any,
                     get_cost_fn: Callable[..., Any], get_opt_fn: Callable[[], Any] | None) -> None:

@@ -224,5 +224,6 @@ def stop_after_this_step(loop: TrainLoop, name: str, why: str = "received") -> N
 
 def second_signal_hint(name: str) -> str:
     """What a second signal does, in parentheses (see the module docstring)."""
-    again = "Ctrl-C again" if name == "SIGINT" else f"a second {name} (or Ctrl-C)"
-    return f"({again} to exit at once, losing the steps since the last checkpoint)"
+    if name == "SIGINT":
+        return "(Ctrl-C again to exit at once, losing the steps since the last checkpoint)"
+    return f"(a second {name} or SIGINT exits at once, losing the steps since the last checkpoint)"
