@@ -4,8 +4,11 @@ A page asks for a figure with a placeholder on a line of its own (outside code b
 
 - ``<!-- plot: main-job -->``: the main job, ``examples/digits_convnet.py``, is run once per build
   and its ``stats.jsonl`` plotted (training cost and validation error per epoch);
-- ``<!-- plot: benchmarks "<heading>" -->``: every table with a ratio column under that heading of
-  ``benchmarks/README.md``, one bar chart per table.
+- ``<!-- plot: benchmarks "<heading>" axis="<what the ratios measure>" -->``: the first table with
+  a ratio column under that heading of ``benchmarks/README.md`` (the section's result; the tables
+  after it, earlier runs and goals, stay text), one bar chart answering one question: a group of
+  bars per row, one bar per ratio column, named by the column's header in the legend, and the
+  ratios' meaning on the axis. The chart has no title: the page's text says what it shows.
 
 Figures are SVG files added to the build (``assets/plots/``), so MkDocs checks the links to them and
 copies them into the site; no image is stored in the repository. An unknown placeholder, an unknown
@@ -32,6 +35,7 @@ import matplotlib
 
 matplotlib.use("Agg")  # before pyplot: no display at build time
 import matplotlib.pyplot as plt  # noqa: E402
+from matplotlib.ticker import FixedLocator, FuncFormatter, NullLocator  # noqa: E402
 from mkdocs.exceptions import PluginError  # noqa: E402
 from mkdocs.structure.files import File, Files  # noqa: E402
 
@@ -44,8 +48,9 @@ log = logging.getLogger("mkdocs.hooks.plots")
 
 PLACEHOLDER = re.compile(r"^[ \t]*<!--\s*plot:\s*(?P<spec>.*?)\s*-->[ \t]*$")
 SPEC_MAIN_JOB = re.compile(r"^main-job$")
-SPEC_BENCHMARKS = re.compile(r'^benchmarks\s+"(?P<heading>[^"]+)"$')
-KNOWN = '`<!-- plot: main-job -->` or `<!-- plot: benchmarks "<a heading of benchmarks/README.md>" -->`'
+SPEC_BENCHMARKS = re.compile(r'^benchmarks\s+"(?P<heading>[^"]+)"\s+axis="(?P<axis>[^"]+)"$')
+KNOWN = ('`<!-- plot: main-job -->` or `<!-- plot: benchmarks "<a heading of benchmarks/README.md>" '
+         'axis="<what the ratios measure>" -->`')
 FENCE = re.compile(r"^[ \t]*(?P<fence>`{3,}|~{3,})")
 HEADING = re.compile(r"^(?P<level>#{1,6})[ \t]+(?P<text>.+?)[ \t]*#*[ \t]*$")
 # a ratio in a cell: "0.47x", "1.000x", ">= 1.0x"; not the "28" of "28x28"
@@ -109,7 +114,7 @@ def _figures_for(spec: str, where: str) -> list[Figure]:
     if SPEC_MAIN_JOB.match(spec):
         figures = [main_job_figure()]
     elif match := SPEC_BENCHMARKS.match(spec):
-        figures = benchmark_figures(match.group("heading"), where)
+        figures = [benchmark_figure(match.group("heading"), match.group("axis"), where)]
     else:
         raise PluginError(f"docs/{where}: unknown placeholder <!-- plot: {spec} -->; expected {KNOWN}")
     _drawn[spec] = figures
@@ -269,8 +274,9 @@ def _heading_matches(wanted: str, heading: str) -> bool:
     return wanted.strip() in (heading, _plain(heading))
 
 
-def benchmark_figures(heading: str, where: str, source: Path = BENCHMARKS) -> list[Figure]:
-    """One bar chart per table with a ratio column under `heading` of benchmarks/README.md."""
+def benchmark_figure(heading: str, axis: str, where: str, source: Path = BENCHMARKS) -> Figure:
+    """The bar chart of the first table with a ratio column under `heading` of benchmarks/README.md,
+    the ratios' meaning (`axis`) on its axis."""
     found = sections(source.read_text(encoding="utf-8"))
     matching = [text for text in found if _heading_matches(heading, text)]
     if not matching:
@@ -284,40 +290,40 @@ def benchmark_figures(heading: str, where: str, source: Path = BENCHMARKS) -> li
         raise PluginError(f'docs/{where}: <!-- plot: benchmarks "{heading}" -->: none of the '
                           f"{len(candidates)} tables under that heading has a ratio column "
                           f"(a header with 'ratio' or cells like '1.23x')")
-    figures = []
-    for n, (table, columns) in enumerate(charts, start=1):
-        name = title if len(charts) == 1 else f"{title} ({n} of {len(charts)})"
-        figures.append(Figure(f"{PLOTS_DIR}/benchmarks-{_slug(title)}-{n}.svg",
-                              f"Bar chart of the ratios of the table '{name}' of benchmarks/README.md",
-                              _svg(bar_chart(name, table, columns))))
-    return figures
+    table, columns = charts[0]
+    alt = (f"Bar chart: {axis}, for each {_plain(table.header[0])} "
+           f"({', '.join(columns)}), from the table '{title}' of benchmarks/README.md")
+    return Figure(f"{PLOTS_DIR}/benchmarks-{_slug(title)}.svg", alt, _svg(bar_chart(axis, table, columns)))
 
 
-def bar_chart(title: str, table: Table, columns: dict[str, list[float]]) -> Any:
-    """Horizontal grouped bars: one group per row, one bar per ratio column, a line at 1x."""
+def bar_chart(axis: str, table: Table, columns: dict[str, list[float]]) -> Any:
+    """Horizontal grouped bars: one group per row, one bar per ratio column (the legend, above the
+    bars, names them), a dashed line at 1x; `axis` says what a ratio is. No title."""
     labels = ["\n".join(textwrap.wrap(_plain(row[0]), 42)) or "?" for row in table.rows]
     series = list(columns.items())
     values_all = [v for _, values in series for v in values if not math.isnan(v) and v > 0]
     height = 0.8 / len(series)
-    fig, ax = plt.subplots(figsize=(9, 0.9 + 0.32 * len(labels) * max(1.0, len(series) * 0.7)))
+    fig, ax = plt.subplots(figsize=(9, 1.4 + 0.32 * len(labels) * max(1.0, len(series) * 0.7)))
     if values_all and max(values_all) / min(values_all) > 20:
         ax.set_xscale("log")  # a 17x next to a 0.1x: both readable
+        ax.xaxis.set_major_locator(FixedLocator([0.1, 0.3, 1, 3, 10, 30, 100, 300, 1000]))
+        ax.xaxis.set_minor_locator(NullLocator())
+    ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}x"))
     for k, (name, values) in enumerate(series):
         ys = [i + (k - (len(series) - 1) / 2) * height for i in range(len(labels))]
-        bars = ax.barh(ys, [0 if math.isnan(v) else v for v in values], height=height,
-                       label="\n".join(textwrap.wrap(name, 40)))
+        bars = ax.barh(ys, [0 if math.isnan(v) else v for v in values], height=height, label=name)
         for bar, value in zip(bars, values):
             if not math.isnan(value):
                 ax.annotate(f"{value:.2f}x", (value, bar.get_y() + bar.get_height() / 2),
-                            xytext=(3, 0), textcoords="offset points", va="center", fontsize=7)
+                            xytext=(3, 0), textcoords="offset points", va="center", fontsize=8)
     ax.axvline(1.0, color="black", linestyle="--", linewidth=0.8)
     low, high = ax.get_xlim()
     ax.set_xlim(low, high * (1.6 if ax.get_xscale() == "log" else 1.1))  # room for the labels
-    ax.set_yticks(range(len(labels)), labels, fontsize=8)
+    ax.set_yticks(range(len(labels)), labels, fontsize=9)
     ax.invert_yaxis()  # the table's order, top down
-    ax.set_xlabel("ratio (1x: the reference)")
-    ax.set_title(f"{title}\n{_plain(table.header[0])}", fontsize=10)
-    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
+    ax.set_xlabel(f"{axis} (dashed line: 1x)", fontsize=10)
+    ax.legend(fontsize=10, loc="lower left", bbox_to_anchor=(0.0, 1.0), ncol=min(len(series), 3),
+              frameon=False, borderaxespad=0.3)
     ax.grid(True, axis="x", alpha=0.3)
     fig.tight_layout()
     return fig

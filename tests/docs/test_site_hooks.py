@@ -73,17 +73,31 @@ def test_a_section_runs_to_the_next_heading_of_its_level() -> None:
     assert plots.ratio_columns(plots.tables(found["No ratios here"][1])[0]) == {}
 
 
-def test_one_figure_per_ratio_table_and_clear_errors(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_one_figure_per_question_and_clear_errors(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A placeholder draws one figure: the section's first ratio table (the later ones, earlier
+    runs or goals, stay text)."""
     source = tmp_path / "README.md"
     source.write_text(TABLE)
     monkeypatch.setattr(plots, "ROOT", tmp_path)  # error messages name the file relative to it
-    figures = plots.benchmark_figures("Speed", "page.md", source)
-    assert [f.src_uri for f in figures] == ["assets/plots/benchmarks-speed-1.svg", "assets/plots/benchmarks-speed-2.svg"]
-    assert all(f.svg.lstrip().startswith(b"<?xml") for f in figures)
+    figure = plots.benchmark_figure("Speed", "speed over the reference", "page.md", source)
+    assert figure.src_uri == "assets/plots/benchmarks-speed.svg"
+    assert figure.svg.lstrip().startswith(b"<?xml")
+    assert figure.alt.startswith("Bar chart: speed over the reference, for each contender (steps/s, / reference)")
     with pytest.raises(plots.PluginError, match='no such heading in README.md; its headings are "Numbers"'):
-        plots.benchmark_figures("Sped", "page.md", source)
+        plots.benchmark_figure("Sped", "x", "page.md", source)
     with pytest.raises(plots.PluginError, match="none of the 1 tables under that heading has a ratio column"):
-        plots.benchmark_figures("No ratios here", "page.md", source)
+        plots.benchmark_figure("No ratios here", "x", "page.md", source)
+
+
+def test_a_chart_has_no_title_its_legend_names_the_columns_and_its_axis_the_ratio() -> None:
+    table = plots.tables(plots.sections(TABLE)["Speed"][1])[0]
+    fig = plots.bar_chart("speed over the reference", table, plots.ratio_columns(table))
+    (ax,) = fig.axes
+    assert ax.get_title() == "" and fig._suptitle is None
+    assert [t.get_text() for t in ax.get_legend().get_texts()] == ["steps/s", "/ reference"]
+    assert all(t.get_fontsize() >= 10 for t in ax.get_legend().get_texts())
+    assert ax.get_xlabel().startswith("speed over the reference")
+    plots.plt.close(fig)
 
 
 def test_unknown_placeholder_fails_naming_page_and_expected_forms() -> None:
@@ -95,10 +109,12 @@ def test_every_benchmarks_placeholder_of_the_docs_names_a_heading_with_ratio_tab
     wanted = sorted({m.group("spec") for page in (ROOT / "docs").rglob("*.md")
                      for line in page.read_text(encoding="utf-8").splitlines()
                      if (m := plots.PLACEHOLDER.match(line)) and m.group("spec").startswith("benchmarks")})
+    assert wanted
     for spec in wanted:
         match = plots.SPEC_BENCHMARKS.match(spec)
         assert match, f"malformed placeholder <!-- plot: {spec} -->"
-        assert plots.benchmark_figures(match.group("heading"), "docs"), spec
+        figure = plots.benchmark_figure(match.group("heading"), match.group("axis"), "docs")
+        assert "issue" not in figure.alt.lower(), figure.alt
 
 
 def test_doc_comments_document_a_run_of_assignments_and_roles_become_code() -> None:
