@@ -8,7 +8,10 @@ A page asks for a figure with a placeholder on a line of its own (outside code b
   a ratio column under that heading of ``benchmarks/README.md`` (the section's result; the tables
   after it, earlier runs and goals, stay text), one bar chart answering one question: a group of
   bars per row, one bar per ratio column, named by the column's header in the legend, and the
-  ratios' meaning on the axis. The chart has no title: the page's text says what it shows.
+  ratios' meaning on the axis. The chart has no title: the page's text says what it shows;
+- ``<!-- plot: towers -->``: the diagram of how the input, the towers, the gradients and the
+  variables of a data-parallel step connect (drawn here, so that the site needs no diagram script
+  from the network).
 
 Figures are SVG files added to the build (``assets/plots/``), so MkDocs checks the links to them and
 copies them into the site; no image is stored in the repository. An unknown placeholder, an unknown
@@ -48,8 +51,9 @@ log = logging.getLogger("mkdocs.hooks.plots")
 
 PLACEHOLDER = re.compile(r"^[ \t]*<!--\s*plot:\s*(?P<spec>.*?)\s*-->[ \t]*$")
 SPEC_MAIN_JOB = re.compile(r"^main-job$")
+SPEC_TOWERS = re.compile(r"^towers$")
 SPEC_BENCHMARKS = re.compile(r'^benchmarks\s+"(?P<heading>[^"]+)"\s+axis="(?P<axis>[^"]+)"$')
-KNOWN = ('`<!-- plot: main-job -->` or `<!-- plot: benchmarks "<a heading of benchmarks/README.md>" '
+KNOWN = ('`<!-- plot: main-job -->`, `<!-- plot: towers -->` or `<!-- plot: benchmarks "<a heading of benchmarks/README.md>" '
          'axis="<what the ratios measure>" -->`')
 FENCE = re.compile(r"^[ \t]*(?P<fence>`{3,}|~{3,})")
 HEADING = re.compile(r"^(?P<level>#{1,6})[ \t]+(?P<text>.+?)[ \t]*#*[ \t]*$")
@@ -113,6 +117,8 @@ def _figures_for(spec: str, where: str) -> list[Figure]:
         return _drawn[spec]
     if SPEC_MAIN_JOB.match(spec):
         figures = [main_job_figure()]
+    elif SPEC_TOWERS.match(spec):
+        figures = [towers_figure()]
     elif match := SPEC_BENCHMARKS.match(spec):
         figures = [benchmark_figure(match.group("heading"), match.group("axis"), where)]
     else:
@@ -184,6 +190,67 @@ def main_job_figure() -> Figure:
     alt = (f"Training cost and validation error per epoch of examples/digits_convnet.py "
            f"(final validation error {error[-1]:.3f})")
     return Figure(f"{PLOTS_DIR}/main-job.svg", alt, _svg(fig))
+
+
+# --- the towers of a data-parallel step -------------------------------------------------------------
+
+#: box name -> (x, y of its centre, width, its text), in the figure's units (13 x 4.2)
+TOWERS_BOXES = {
+    "dataflow": (0.9, 2.1, 1.5, "dataflow\nor tf.data"),
+    "input": (3.2, 2.1, 1.8, "InputSource\nQueueInput +\nStagingInput"),
+    "tower0": (6.0, 3.3, 2.0, "tower0 on device 0\nbuild_graph:\ncost, gradients"),
+    "tower1": (6.0, 0.9, 2.0, "tower1 on device 1\nbuild_graph:\ncost, gradients"),
+    "average": (8.9, 2.1, 2.3, "gradients averaged:\nall-reduce (replicated),\nor on the variable's device\n(parameter server)"),
+    "apply": (11.8, 3.3, 2.2, "optimizer.apply_gradients\n(gradient processors\nfirst)"),
+    "variables": (11.8, 0.9, 2.2, "variables:\na replica per device,\nor one copy"),
+}
+#: (from, to, label, dashed)
+TOWERS_ARROWS = [
+    ("dataflow", "input", "", False),
+    ("input", "tower0", "batch s·K", False),
+    ("input", "tower1", "batch s·K+1", False),
+    ("tower0", "average", "", False),
+    ("tower1", "average", "", False),
+    ("average", "apply", "", False),
+    ("apply", "variables", "", False),
+    ("variables", "tower1", "read by the towers\nof the next step", True),
+]
+BOX_H = 1.0
+
+
+def towers_figure() -> Figure:
+    """The input, two towers, the averaged gradients and the variables of one step, with arrows."""
+    from matplotlib.patches import FancyArrowPatch, FancyBboxPatch  # noqa: PLC0415
+
+    fig, ax = plt.subplots(figsize=(12, 3.9))
+    ax.set(xlim=(0, 13), ylim=(0.2, 4.0))
+    ax.axis("off")
+    patches = {}
+    for name, (x, y, width, text) in TOWERS_BOXES.items():
+        box = FancyBboxPatch((x - width / 2, y - BOX_H / 2), width, BOX_H, boxstyle="round,pad=0.04",
+                             facecolor="#e8eef7" if name != "variables" else "#f4ecd8",
+                             edgecolor="#41618c", linewidth=1.0)
+        ax.add_patch(box)
+        ax.text(x, y, text, ha="center", va="center", fontsize=9)
+        patches[name] = box
+    for start, end, label, dashed in TOWERS_ARROWS:
+        arrow = FancyArrowPatch(posA=TOWERS_BOXES[start][:2], posB=TOWERS_BOXES[end][:2],
+                                patchA=patches[start], patchB=patches[end], arrowstyle="-|>",
+                                mutation_scale=12, linewidth=1.0, color="#333333",
+                                linestyle="--" if dashed else "-", shrinkA=2, shrinkB=2)
+        ax.add_patch(arrow)
+        if label:
+            (x0, y0), (x1, y1) = TOWERS_BOXES[start][:2], TOWERS_BOXES[end][:2]
+            ax.text((x0 + x1) / 2, (y0 + y1) / 2 - (0.35 if dashed else 0.0), label, ha="center",
+                    va="center", fontsize=8, style="italic",
+                    bbox={"facecolor": "white", "edgecolor": "none", "pad": 1.0})
+    fig.tight_layout()
+    alt = ("Diagram of one data-parallel step: a dataflow or tf.data feeds the InputSource (QueueInput + "
+           "StagingInput), which gives batch s·K to tower0 on device 0 and batch s·K+1 to tower1 on device "
+           "1; each tower's build_graph computes its cost and gradients; the gradients are averaged "
+           "(all-reduce, or on the variable's device) and applied by the optimizer to the variables, "
+           "which the next step's towers read")
+    return Figure(f"{PLOTS_DIR}/towers.svg", alt, _svg(fig))
 
 
 # --- benchmark tables ---------------------------------------------------------------------------

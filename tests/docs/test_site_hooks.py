@@ -129,3 +129,14 @@ def test_doc_comments_document_a_run_of_assignments_and_roles_become_code() -> N
     text = "a :class:`~trainstack.loop.TrainLoop`, :func:`trainstack.towers.launch_train_with_config`"
     assert comments.plain_roles(text) == "a `TrainLoop`, `trainstack.towers.launch_train_with_config`"
     assert not re.search(r":\w+:`", comments.plain_roles(text))
+
+
+def test_the_trainers_diagram_is_drawn_at_build_time_and_needs_no_script() -> None:
+    """The Trainers page's diagram is an SVG the build draws (no mermaid script from a CDN)."""
+    page = (ROOT / "docs" / "tutorials" / "trainers.md").read_text(encoding="utf-8")
+    assert "```mermaid" not in page
+    assert any((m := plots.PLACEHOLDER.match(line)) and m.group("spec") == "towers" for line in page.splitlines())
+    figure = plots._figures_for("towers", "tutorials/trainers.md")[0]
+    assert figure.src_uri == "assets/plots/towers.svg" and figure.svg.lstrip().startswith(b"<?xml")
+    assert b"<script" not in figure.svg and b"<image" not in figure.svg
+    assert "tower0 on device 0" in figure.alt and "batch s·K+1" in figure.alt
