@@ -105,6 +105,7 @@ from .tower import (
                     FilterNoneGrad,
                     GlobalNormClip,
                     GradientProcessor,
+                    KerasModelDesc,
                     MapGradient,
                     ModelDesc,
                     ModelDescBase,
@@ -145,7 +146,7 @@ tf1.register()
 __all__ = [
     # core (H3)
     "TowerContext", "get_current_tower_context", "TowerFunc", "TowerHandle", "TowerHandles",
-    "VariableReuseError", "ModelDescBase", "ModelDesc", "GradientProcessor", "FilterNoneGrad",
+    "VariableReuseError", "ModelDescBase", "ModelDesc", "KerasModelDesc", "GradientProcessor", "FilterNoneGrad",
     "GlobalNormClip", "MapGradient", "ScaleGradient", "SummaryGradient", "ProcessedOptimizer",
     "apply_grad_processors", "TracedStep", "RetraceError", "TowerTrainer", "SingleCostTrainer",
     "SimpleTrainer", "QueueInputTrainer", "NoOpTrainer", "OnlinePredictor", "minimize", "GraphOp",

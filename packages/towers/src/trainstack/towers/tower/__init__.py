@@ -14,13 +14,14 @@ from .gradproc import (
                     SummaryGradient,
                     apply_grad_processors,
 )
+from .keras_model import KerasModelDesc
 from .model_desc import ModelDesc, ModelDescBase
 from .step import RetraceError, TracedStep
 from .tower import TowerContext, TowerFunc, TowerHandle, TowerHandles, VariableReuseError, get_current_tower_context
 
 __all__ = [
     "TowerContext", "get_current_tower_context", "TowerFunc", "TowerHandle", "TowerHandles",
-    "VariableReuseError", "TracedStep", "RetraceError", "ModelDescBase", "ModelDesc",
+    "VariableReuseError", "TracedStep", "RetraceError", "ModelDescBase", "ModelDesc", "KerasModelDesc",
     "GradientProcessor", "FilterNoneGrad", "GlobalNormClip", "MapGradient", "ScaleGradient",
     "SummaryGradient", "ProcessedOptimizer", "apply_grad_processors", "check_eager_execution",
     "eager_execution",

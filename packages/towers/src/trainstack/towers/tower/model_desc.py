@@ -109,6 +109,17 @@ class ModelDescBase(abc.ABC):
 class ModelDesc(ModelDescBase):
     """A single-cost model: ``build_graph`` returns the cost, ``optimizer()`` the optimizer."""
 
+    @staticmethod
+    def from_keras(model: Any, loss: Any = None, optimizer: Any = None, metrics: Any = None,
+                   inputs: Any = None, label: tf.TensorSpec | None = None) -> ModelDesc:
+        """A ModelDesc training a ``keras.Model`` as it is: its inputs and a label, its loss (plus
+        its own regularization losses), the optimizer, the metrics as moving summaries; loss and
+        optimizer default to those of ``model.compile``. See
+        :class:`~trainstack.towers.KerasModelDesc`."""
+        from .keras_model import KerasModelDesc  # noqa: PLC0415 - keras_model imports this module
+
+        return KerasModelDesc(model, loss, optimizer, metrics, inputs, label)
+
     def optimizer(self) -> Any:
         """A Keras optimizer (possibly wrapped by :func:`apply_grad_processors`) to minimize the cost."""
         raise TypeError(f"{type(self).__name__} defines no optimizer(): override ModelDesc.optimizer() "
