@@ -1,4 +1,7 @@
 """trainstack.callbacks: the callback library and the monitors, on TensorFlow 2."""
+# isort: off
+from . import tf_startup  # noqa: F401 - first: imports TensorFlow without its start-up lines
+# isort: on
 from trainstack.loop import MonitorBase, Monitors
 
 from . import logger

@@ -1,4 +1,7 @@
 """trainstack.inputs: InputSources, everything that brings data into the step function."""
+# isort: off
+import trainstack.callbacks.tf_startup  # noqa: F401 - first: imports TensorFlow without its start-up lines
+# isort: on
 from .base import FeedfreeInput, InputSource
 
 # feedfree sources: batch queue, tf.data, staging, tensors

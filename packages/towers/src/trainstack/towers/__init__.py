@@ -4,6 +4,9 @@ A tower function builds one replicate of the model; trainers call it under a
 TowerContext (training towers ``tower0..``, inference towers for predictors),
 trace one step function from it, and keep the graph frozen afterwards.
 """
+# isort: off
+import trainstack.callbacks.tf_startup  # noqa: F401 - first: imports TensorFlow without its start-up lines
+# isort: on
 # Each subpackage imports only those listed before it (.importlinter checks it); tf1, the room
 # of tensorpack's TF1 world (and its older trainer API), comes last and plugs into the core below.
 # -- towers, ModelDesc, gradient processors, the traced step (H3)
