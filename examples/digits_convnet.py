@@ -16,8 +16,9 @@ monitors (TensorBoard events, ``stats.jsonl``, console), plus:
 An existing log directory is renamed with a timestamp (``backup``), never
 asked about. With the defaults it reaches about 1% validation error in well
 under a minute on two CPU cores. TensorFlow's C++ start-up messages are left
-out (``examples/quiet_startup.py``); ``--verbose`` shows them, and
-trainstack's DEBUG lines.
+out (trainstack does it when it imports TensorFlow first); ``--verbose`` shows
+them (it sets ``TRAINSTACK_TF_LOGS=1``, the library's switch), and trainstack's
+DEBUG lines.
 """
 from __future__ import annotations
 
@@ -27,27 +28,28 @@ import os
 import sys
 import time
 
-from quiet_startup import quiet_tensorflow_startup  # examples/quiet_startup.py
+if __name__ == "__main__" and "--verbose" in sys.argv[1:]:
+    os.environ["TRAINSTACK_TF_LOGS"] = "1"  # read when trainstack imports TensorFlow, just below
 
-# TensorFlow's start-up messages are left out when this runs as the main job (not when a script
-# imports it for its model), unless --verbose
-with quiet_tensorflow_startup(enabled=__name__ == "__main__" and "--verbose" not in sys.argv[1:]):
-    import keras
-    import numpy as np
-    import tensorflow as tf
-    from sklearn.datasets import load_digits
+# trainstack first: it imports TensorFlow without TensorFlow's start-up lines
+from trainstack.callbacks import ModelSaver, ScheduledHyperParamSetter, add_moving_summary, set_logger_dir  # noqa: E402
+from trainstack.towers import (  # noqa: E402
+    ClassificationError,
+    InferenceRunner,
+    ModelDesc,
+    ScalarStats,
+    SimpleTrainer,
+    TrainConfig,
+    get_current_tower_context,
+    launch_train_with_config,
+)
 
-    from trainstack.callbacks import ModelSaver, ScheduledHyperParamSetter, add_moving_summary, set_logger_dir
-    from trainstack.towers import (
-        ClassificationError,
-        InferenceRunner,
-        ModelDesc,
-        ScalarStats,
-        SimpleTrainer,
-        TrainConfig,
-        get_current_tower_context,
-        launch_train_with_config,
-    )
+# isort: split
+
+import keras  # noqa: E402
+import numpy as np  # noqa: E402
+import tensorflow as tf  # noqa: E402
+from sklearn.datasets import load_digits  # noqa: E402
 
 logger = logging.getLogger("trainstack.examples")
 
@@ -135,7 +137,7 @@ def lr_schedule(epochs: int, learning_rate: float) -> list[tuple[int, float]]:
 
 
 def main() -> None:
-    # no abbreviations: --verbose is also looked for in sys.argv before TensorFlow is imported
+    # no abbreviations: --verbose is also looked for in sys.argv before trainstack imports TensorFlow
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0], allow_abbrev=False)
     parser.add_argument("--epochs", type=int, default=20)
     parser.add_argument("--batch-size", type=int, default=32)

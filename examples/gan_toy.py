@@ -27,19 +27,18 @@ import os
 from collections.abc import Mapping
 from typing import Any
 
-from quiet_startup import quiet_tensorflow_startup  # noqa: E402 - examples/quiet_startup.py
+import trainstack.callbacks  # noqa: F401 - first: imports TensorFlow without its start-up lines
 
-with quiet_tensorflow_startup(enabled=__name__ == "__main__"):  # TensorFlow's C++ start-up chatter
-    import tensorflow  # noqa: F401 - loaded here; the imports below find it loaded
+# isort: split
 
-import keras  # noqa: E402
-import numpy as np  # noqa: E402
-import tensorflow as tf  # noqa: E402
+import keras
+import numpy as np
+import tensorflow as tf
 
-from trainstack.callbacks import ModelSaver, add_moving_summary, set_logger_dir, summary_collection_scope  # noqa: E402
-from trainstack.inputs import InputSource, QueueInput  # noqa: E402
-from trainstack.loop import Callback  # noqa: E402
-from trainstack.towers import ModelDescBase, TowerContext, TowerFunc, TowerTrainer, TracedStep  # noqa: E402
+from trainstack.callbacks import ModelSaver, add_moving_summary, set_logger_dir, summary_collection_scope
+from trainstack.inputs import InputSource, QueueInput
+from trainstack.loop import Callback
+from trainstack.towers import ModelDescBase, TowerContext, TowerFunc, TowerTrainer, TracedStep
 
 logger = logging.getLogger("trainstack.examples")
 

@@ -15,14 +15,13 @@ from __future__ import annotations
 import argparse
 import logging
 
-from quiet_startup import quiet_tensorflow_startup  # noqa: E402 - examples/quiet_startup.py
+import trainstack.callbacks  # noqa: F401 - first: imports TensorFlow without its start-up lines
 
-with quiet_tensorflow_startup(enabled=__name__ == "__main__"):  # TensorFlow's C++ start-up chatter
-    import tensorflow  # noqa: F401 - loaded here; the imports below find it loaded
+# isort: split
 
-import numpy as np  # noqa: E402
+import numpy as np
 
-from trainstack.callbacks import (  # noqa: E402
+from trainstack.callbacks import (
     DEFAULT_CALLBACKS,
     DEFAULT_MONITORS,
     ObjAttrParam,
@@ -32,7 +31,7 @@ from trainstack.callbacks import (  # noqa: E402
     ThroughputTracker,
     set_logger_dir,
 )
-from trainstack.loop import Callback, Trainer  # noqa: E402
+from trainstack.loop import Callback, Trainer
 
 logger = logging.getLogger("trainstack.examples")
 

@@ -20,18 +20,17 @@ import argparse
 import logging
 import time
 
-from quiet_startup import quiet_tensorflow_startup  # noqa: E402 - examples/quiet_startup.py
+import trainstack.callbacks  # noqa: F401 - first: imports TensorFlow without its start-up lines
 
-with quiet_tensorflow_startup(enabled=__name__ == "__main__"):  # TensorFlow's C++ start-up chatter
-    import tensorflow  # noqa: F401 - loaded here; the imports below find it loaded
+# isort: split
 
-import keras  # noqa: E402
-import numpy as np  # noqa: E402
-import tensorflow as tf  # noqa: E402
+import keras
+import numpy as np
+import tensorflow as tf
 
-from trainstack.callbacks import ModelSaver, add_moving_summary, set_logger_dir  # noqa: E402
-from trainstack.dataflow import AugmentImageComponent, BatchData, MapDataComponent, dataset, imgaug  # noqa: E402
-from trainstack.towers import (  # noqa: E402
+from trainstack.callbacks import ModelSaver, add_moving_summary, set_logger_dir
+from trainstack.dataflow import AugmentImageComponent, BatchData, MapDataComponent, dataset, imgaug
+from trainstack.towers import (
     ClassificationError,
     InferenceRunner,
     ModelDesc,
