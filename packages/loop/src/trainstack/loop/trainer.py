@@ -285,7 +285,8 @@ class Trainer:
         StopTraining (and ``stop_exceptions``) end the loop cleanly; any other
         error propagates after every callback's ``after_train`` has run. SIGTERM or
         Ctrl-C stop it after the current step; once every ``after_train`` has run,
-        :class:`TrainingInterrupted` exits with the signal's status (see interrupt.py).
+        :class:`TrainingInterrupted` exits with the signal's status. A second one ends the
+        process at once, naming what is lost (:meth:`lost_on_exit`; see interrupt.py).
 
         For that, the loop installs its own SIGTERM and SIGINT handlers while it runs in the
         main thread, and puts the previous ones back after. ``handle_signals=False`` leaves
