@@ -75,7 +75,8 @@ def is_startup_line(line: str, previous: str = "", no_driver: bool = False) -> b
 
 
 def _without_startup_lines(text: str) -> str:
-    kept, previous, no_driver = [], "", False
+    kept: list[str] = []
+    previous, no_driver = "", False
     for line in text.splitlines(keepends=True):
         no_driver = no_driver or _NO_DRIVER in line
         if not is_startup_line(line, previous, no_driver):
