@@ -30,7 +30,9 @@ from .summary import (
                     SummaryCollection,
                     add_moving_summary,
                     add_tensor_summary,
+                    default_summary_collection,
                     get_summary_collection,
+                    summary_collection_chosen,
                     summary_collection_scope,
 )
 from .summary_callbacks import MergeAllSummaries, MovingAverageSummary, SimpleMovingAverage
@@ -55,8 +57,8 @@ __all__ = [
     "HyperParamSetter", "ScheduledHyperParamSetter", "HyperParamSetterWithFunc",
     "StatMonitorParamSetter", "HumanHyperParamSetter",
     # summaries
-    "SummaryCollection", "get_summary_collection", "summary_collection_scope",
-    "add_moving_summary", "add_tensor_summary", "MovingAverageSummary", "MergeAllSummaries",
+    "SummaryCollection", "get_summary_collection", "summary_collection_scope", "summary_collection_chosen",
+    "default_summary_collection", "add_moving_summary", "add_tensor_summary", "MovingAverageSummary", "MergeAllSummaries",
     "SimpleMovingAverage",
     # graph and tensors
     "RunOp", "RunUpdateOps", "ProcessTensors", "DumpTensors", "DumpTensor", "CheckNumerics",

@@ -18,9 +18,12 @@ is a ``tf.function``; what it records at trace time goes into a
 
 Which collection records is chosen when the step is *traced*: the one made
 current by :func:`summary_collection_scope` (per thread: the scope does not
-leak into other threads), else the process-wide default. Higher layers (a
-tower context) push their own collection while tracing, and push ``None`` to
-discard the summaries of towers other than the main one.
+leak into other threads), else the process-wide default
+(:func:`default_summary_collection`). Higher layers choose for their steps: a
+trainer with a collection of its own makes it record while it builds its
+steps, and refuses to run a step that recorded into the default instead,
+which its callbacks do not read (see the towers layer); ``None`` discards (the
+inference towers use it).
 """
 from __future__ import annotations
 
@@ -38,7 +41,8 @@ import tensorflow as tf
 from .graph import _is_variable
 
 __all__ = [
-    "SummaryCollection", "get_summary_collection", "summary_collection_scope",
+    "SummaryCollection", "get_summary_collection", "summary_collection_scope", "summary_collection_chosen",
+    "default_summary_collection",
     "add_moving_summary", "add_tensor_summary", "histogram_stats",
 ]
 
@@ -46,7 +50,8 @@ __all__ = [
 SUMMARY_TYPES = {"scalar": "", "histogram": "-histogram", "mean": "-mean", "rms": "-rms",
                  "sparsity": "-sparsity"}
 
-_TOWER_PREFIX = re.compile(r"^towerp?[0-9]+/")
+#: the scope of a tower (``tower1/``), under the name scope of a tf.distribute replica (``replica_1/``)
+_TOWER_PREFIX = re.compile(r"^(replica_[0-9]+/)?towerp?[0-9]+/")
 _OUTPUT_INDEX = re.compile(r":[0-9]+$")
 _BAD_VARIABLE_CHARS = re.compile(r"[^A-Za-z0-9_.\-/]")
 _HISTOGRAM_BUCKETS = 30
@@ -157,6 +162,24 @@ class SummaryCollection:
         return len(self._entries)
 
     @property
+    def names(self) -> list[str]:
+        """Every recorded name, in the order first recorded."""
+        return [n for n, _ in self._snapshot()]
+
+    def names_recorded_in(self, graph: Any) -> list[str]:
+        """The names recorded while tracing ``graph`` (a ``FuncGraph``) or a graph inside it
+        (a nested ``tf.function``, a ``tf.while_loop``'s body)."""
+        found = []
+        for name, entry in self._snapshot():
+            for recorded in list(entry.graphs):
+                while recorded is not None and recorded is not graph:
+                    recorded = getattr(recorded, "outer_graph", None)
+                if recorded is not None:
+                    found.append(name)
+                    break
+        return found
+
+    @property
     def moving_average_names(self) -> list[str]:
         """Names of the moving averages (what :class:`MovingAverageSummary` reports)."""
         return [n for n, e in self._snapshot() if isinstance(e, _MovingAverage)]
@@ -168,6 +191,19 @@ class SummaryCollection:
 
     def add_moving_average(self, tensor: Any, name: str, decay: float = 0.95) -> tf.Tensor:
         """Update the EMA ``name`` with scalar ``tensor``; return the new (debiased) average."""
+        tensor = self.moving_average_input(tensor, name, decay)
+        dtype = tensor.dtype
+        entry = self._entry(name, _MovingAverage, lambda: _MovingAverage(name, dtype, float(decay)))
+        if entry.decay != float(decay):
+            raise ValueError(f"moving average {name!r} was recorded with decay {entry.decay}, "
+                             f"now with decay {decay}; use one decay per name")
+        return entry.update(tensor)
+
+    @staticmethod
+    def moving_average_input(tensor: Any, name: str, decay: float = 0.95) -> tf.Tensor:
+        """``tensor`` as the moving average ``name`` takes it: a float32 scalar (float64 stays
+        float64); raises the error :meth:`add_moving_average` would for a tensor or a decay it
+        cannot take (for recorders that gather values before averaging them)."""
         if not 0.0 <= decay < 1.0:
             raise ValueError(f"moving average {name!r}: decay must be in [0, 1), got {decay!r}")
         tensor = _as_tensor(tensor, name)
@@ -176,12 +212,7 @@ class SummaryCollection:
         if not (tensor.dtype.is_floating or tensor.dtype.is_integer or tensor.dtype.is_bool):
             raise TypeError(f"add_moving_summary(): {name!r} has dtype {tensor.dtype.name}; "
                             "expected a number")
-        dtype = tf.float64 if tensor.dtype == tf.float64 else tf.float32
-        entry = self._entry(name, _MovingAverage, lambda: _MovingAverage(name, dtype, float(decay)))
-        if entry.decay != float(decay):
-            raise ValueError(f"moving average {name!r} was recorded with decay {entry.decay}, "
-                             f"now with decay {decay}; use one decay per name")
-        return entry.update(tensor)
+        return tf.cast(tensor, tf.float64 if tensor.dtype == tf.float64 else tf.float32)
 
     def add_summary(self, tensor: Any, name: str, summary_type: str = "scalar") -> None:
         """Keep a summary of ``tensor``, reported as ``name`` + the type's suffix.
@@ -316,6 +347,18 @@ def get_summary_collection() -> SummaryCollection | None:
     return _DEFAULT if current is _UNSET else current
 
 
+def summary_collection_chosen() -> bool:
+    """Whether a :func:`summary_collection_scope` chose the collection that records now, in this
+    thread; False when the process-wide default records because nothing chose."""
+    return _CURRENT.get() is not _UNSET
+
+
+def default_summary_collection() -> SummaryCollection:
+    """The process-wide default: it records where no scope chose a collection, and callbacks read
+    it for a trainer without a ``summary_collection`` of its own (the bare loop's)."""
+    return _DEFAULT
+
+
 @contextlib.contextmanager
 def summary_collection_scope(collection: SummaryCollection | None) -> Iterator[SummaryCollection | None]:
     """Make ``collection`` record what is traced inside the block, in this thread.
@@ -358,12 +401,14 @@ def add_moving_summary(*tensors: Any, decay: float = 0.95, collection: SummaryCo
     one tensor, a sequence for several), else from the tensor's name (inside
     a ``tf.function`` that is an op name such as ``Mean``, so prefer
     ``name=`` or ``tf.identity(x, name="cost")``), without the ``:0``
-    output index and the ``towerN/`` prefix.
+    output index and the ``towerN/`` prefix (also ``replica_N/towerN/``).
 
     ``collection``: where to record (default: :func:`get_summary_collection`).
     ``summary_collections`` (TF1 graph collections of summary ops) has no
     meaning in TF2 and must be None. Returns the updated averages (empty
-    when the current scope discards summaries).
+    when the current scope discards summaries; in a step of several towers,
+    where the trainer averages the towers' values before updating the
+    average once, the values given).
     """
     if summary_collections is not None:
         raise TypeError("add_moving_summary(summary_collections=...) named TF1 graph collections; "
