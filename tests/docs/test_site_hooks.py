@@ -140,3 +140,47 @@ def test_the_trainers_diagram_is_drawn_at_build_time_and_needs_no_script() -> No
     assert figure.src_uri == "assets/plots/towers.svg" and figure.svg.lstrip().startswith(b"<?xml")
     assert b"<script" not in figure.svg and b"<image" not in figure.svg
     assert "tower0 on device 0" in figure.alt and "batch s·K+1" in figure.alt
+
+
+api_order = _load("api_order")
+
+
+def test_a_marked_directive_gets_its_members_list_first_names_first_aliases_last() -> None:
+    page = "Intro.\n\n<!-- api-first: DataFromList, BatchData -->\n::: trainstack.dataflow\n\n::: trainstack.dataflow.viz\n"
+    out = api_order.order_directives(page, "docs/api/x.md").split("\n")
+    assert out[:4] == ["Intro.", "", "::: trainstack.dataflow", "    options:"]
+    members = out[4].strip().removeprefix("members: [").removesuffix("]").split(", ")
+    import trainstack.dataflow as df
+    assert members[:2] == ["DataFromList", "BatchData"]
+    assert sorted(members) == sorted(df.__all__)  # every public name, once
+    assert members[-1] in ("PrefetchData", "PrefetchDataZMQ", "MultiProcessPrefetchData", "MultiProcessMapDataZMQ",
+                           "MultiProcessMapAndBatchDataZMQ", "MultiThreadPrefetchData")  # an alias, last
+    assert out[5:] == ["      group_by_category: false", "", "::: trainstack.dataflow.viz", ""]
+
+
+@pytest.mark.parametrize("page, message", [
+    ("<!-- api-first: NoSuchName -->\n::: trainstack.loop\n", "does not export"),
+    ("<!-- api-first: Trainer -->\n\n::: trainstack.loop\n", "right above a `::: module` line"),
+    ("<!-- api-first: Trainer -->\n::: trainstack.loop\n    options:\n      members: false\n", "has options"),
+])
+def test_a_wrong_marker_fails_the_build_naming_the_page(page: str, message: str) -> None:
+    with pytest.raises(plots.PluginError, match=re.escape(message)):
+        api_order.order_directives(page, "docs/api/x.md")
+
+
+def test_every_layer_page_opens_with_its_main_names_and_keeps_every_name() -> None:
+    marked = {}
+    for page in sorted((ROOT / "docs" / "api").glob("*.md")):
+        lines = page.read_text(encoding="utf-8").splitlines()
+        for line, following in zip(lines, lines[1:]):
+            if (m := api_order.MARKER.match(line)) and (d := api_order.DIRECTIVE.match(following)):
+                marked[d["module"]] = [n.strip() for n in m["names"].split(",")]
+    layers = sorted(p.parent.name for p in (ROOT / "packages").glob("*/pyproject.toml"))
+    assert set(marked) == {f"trainstack.{layer}" for layer in layers if layer != "tensorpack"}
+    assert marked["trainstack.towers"][:4] == ["ModelDesc", "TrainConfig", "launch_train_with_config", "SimpleTrainer"]
+    for module, first in marked.items():
+        members = api_order.member_order(module, first)
+        public = importlib.import_module(module).__all__
+        assert sorted(members) == sorted(public), module
+        aliases = [n for n in members if api_order.is_alias(importlib.import_module(module), n)]
+        assert members[len(members) - len(aliases):] == aliases, module  # aliases at the end
