@@ -13,6 +13,16 @@ no-fetch variant at setup). Any later trace of a variant raises
 (e.g. after ``tf.config.run_functions_eagerly(True)``, which would run the
 Python step code each time).
 
+Summaries: every variant records where the step's first trace recorded, so a
+variant traced later (when a callback first fetches, during training) updates
+the same moving averages. That collection is the one chosen (by
+``summary_collection_scope``, or by the trainer whose ``__init__`` makes the
+step: see ``TowerTrainer``) when the step is made, else when it is first
+traced; a scope the body enters itself still wins inside it.
+:attr:`TracedStep.default_summaries` names what its traces recorded into the
+process-wide default collection, which a trainer with its own collection
+refuses to run.
+
 With ``while_running`` (the trainer sets it during training when its input
 prepares the next step's feeds ahead, as FeedInput does), each call is
 launched on an asynchronous eager executor of the step's own, the host runs
@@ -21,6 +31,7 @@ returns finished, raising its own errors, as a synchronous one does.
 """
 from __future__ import annotations
 
+import contextlib
 import logging
 import threading
 from collections.abc import Callable, Mapping, Sequence
@@ -30,6 +41,13 @@ import tensorflow as tf
 from tensorflow.python.eager import executor as _executor
 from tensorflow.python.eager.context import context as _eager_context
 
+from trainstack.callbacks import (
+    SummaryCollection,
+    default_summary_collection,
+    get_summary_collection,
+    summary_collection_chosen,
+    summary_collection_scope,
+)
 from trainstack.inputs.host_tensor import as_host_tensor
 
 __all__ = ["TracedStep", "RetraceError"]
@@ -90,12 +108,31 @@ class TracedStep:
         #: the asynchronous executor calls are launched on while ``while_running`` is set (made
         #: on first use; its thread ends with :meth:`close`)
         self._executor: Any = None
+        #: where the traces record summaries (see the module docstring); fixed now if a scope chose
+        self._summaries: SummaryCollection | None | object = (
+            get_summary_collection() if summary_collection_chosen() else _UNCHOSEN)
+        self._default_summaries: tuple[str, ...] = ()
 
     # -- variants -------------------------------------------------------------------------------
     @property
     def variants(self) -> list[tuple[str, ...]]:
         """The fetch-name sets traced so far (``()`` is the plain step)."""
         return list(self._variants)
+
+    @property
+    def default_summaries(self) -> tuple[str, ...]:
+        """The names its traces recorded into the process-wide default collection (nothing chose
+        a collection when the step was made nor when it was first traced)."""
+        return self._default_summaries
+
+    def _summary_scope(self) -> Any:
+        """The scope a trace records summaries in: its own (one for every variant), unless a
+        scope is chosen around the trace; the first trace fixes it if nothing did before."""
+        if self._summaries is _UNCHOSEN:
+            self._summaries = get_summary_collection()
+        if summary_collection_chosen():
+            return contextlib.nullcontext()
+        return summary_collection_scope(self._summaries)  # type: ignore[arg-type]  # chosen above
 
     def trace(self, fetches: Sequence[str] = ()) -> None:
         """Trace the variant fetching ``fetches`` now (without running it)."""
@@ -112,7 +149,8 @@ class TracedStep:
 
             def traced(feeds: Mapping[str, tf.Tensor], *steps: tf.Tensor) -> tuple[Any, Mapping[str, Any]]:
                 self._on_trace(key)
-                return self._body(feeds, key, *steps)
+                with self._summary_scope():
+                    return self._body(feeds, key, *steps)
 
             traced.__name__ = f"{self.name}_{len(self._variants)}"
             signature = [self.feed_signature] + ([tf.TensorSpec([], tf.int32)] if self.multi_step else [])
@@ -123,6 +161,8 @@ class TracedStep:
                 self._concrete[key] = fn.get_concrete_function()
             finally:
                 self._opening.discard(key)
+            recorded = default_summary_collection().names_recorded_in(self._concrete[key].graph)
+            self._default_summaries = tuple(dict.fromkeys([*self._default_summaries, *recorded]))
             self._variants[key] = fn
             if key:
                 logger.info("%s: traced a variant fetching %s.", self.name, list(key))
@@ -229,6 +269,10 @@ class TracedStep:
 
     def __repr__(self) -> str:
         return f"TracedStep({self.name!r}, variants={self.variants})"
+
+
+#: no collection chosen for a step's summaries yet
+_UNCHOSEN = object()
 
 
 def _wait(executor: Any) -> None:

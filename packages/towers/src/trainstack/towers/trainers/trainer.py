@@ -39,7 +39,14 @@ from typing import Any, NamedTuple
 import keras
 import tensorflow as tf
 
-from trainstack.callbacks import DEFAULT_CALLBACKS, DEFAULT_MONITORS, SummaryCollection, summary_collection_scope
+from trainstack.callbacks import (
+    DEFAULT_CALLBACKS,
+    DEFAULT_MONITORS,
+    SummaryCollection,
+    default_summary_collection,
+    summary_collection_chosen,
+    summary_collection_scope,
+)
 from trainstack.callbacks.checkpoint_layout import SAVER_KEYS
 from trainstack.inputs import InputSource, normalize_signature
 from trainstack.loop import Callback, MonitorBase, Trainer, check_int
@@ -77,17 +84,23 @@ class TowerTrainer(Trainer):
     records_graph_build: bool = True
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
+        # A subclass's __init__ runs with the trainer's summary collection recording (unless a
+        # scope chose another): the summaries of the steps it builds reach the trainer's callbacks
+        # without a scope of its own; with records_graph_build, also inside the TF1 room's recording.
         super().__init_subclass__(**kwargs)
         init = cls.__dict__.get("__init__")
-        if init is None or not cls.records_graph_build or getattr(init, "_records_graph_build", False):
+        if init is None or getattr(init, "_records_summaries", False):
             return
+        records = cls.records_graph_build
 
         @functools.wraps(init)
         def __init__(self: Any, *args: Any, **kw: Any) -> None:
-            with extension.constructing(self):
+            with _own_summaries(self), extension.constructing(self) if records else contextlib.nullcontext():
                 init(self, *args, **kw)
 
-        __init__._records_graph_build = True  # type: ignore[attr-defined]
+        __init__._records_summaries = True  # type: ignore[attr-defined]
+        if records:
+            __init__._records_graph_build = True  # type: ignore[attr-defined]
         cls.__init__ = __init__  # type: ignore[method-assign]
 
     def __init__(self, config: Any = None) -> None:
@@ -100,8 +113,9 @@ class TowerTrainer(Trainer):
         self._rng: Any = None  # see checkpoint_objects: the model's SeedGenerator states, or False
         #: what declare_checkpoint_objects declared (kept if a subclass declared before this ran)
         self._declared_objects: dict[str, Any] = self.__dict__.get("_declared_objects", {})
-        #: where the main training tower records its summaries (MovingAverageSummary reads it)
-        self.summary_collection = SummaryCollection(type(self).__name__)
+        #: where the step records its summaries (MovingAverageSummary reads it); made before a
+        #: subclass's __init__ runs, which records into it (see __init_subclass__)
+        self.summary_collection: SummaryCollection = _own_collection(self)
         self._predictors: dict[tuple, OnlinePredictor] = {}
         self._legacy_config_bound = False
         if config is not None:
@@ -312,6 +326,33 @@ class TowerTrainer(Trainer):
         return [self.get_predictor(input_names, output_names, device=k) for k in range(n)]
 
     # -- running ---------------------------------------------------------------------------------------
+    def run(self, fn: Callable[..., Any], *args: Any) -> Any:
+        before = len(_DEFAULT_SUMMARIES)
+        output = super().run(fn, *args)
+        if len(_DEFAULT_SUMMARIES) > before or getattr(fn, "default_summaries", None):
+            self._refuse_default_summaries(fn, before)
+        return output
+
+    def hooked_run(self, fn: Callable[..., Any], *args: Any) -> Any:
+        before = len(_DEFAULT_SUMMARIES)
+        output = super().hooked_run(fn, *args)
+        if len(_DEFAULT_SUMMARIES) > before or getattr(fn, "default_summaries", None):
+            self._refuse_default_summaries(fn, before)
+        return output
+
+    def _refuse_default_summaries(self, fn: Any, before: int) -> None:
+        """A step recorded summaries into the process-wide default collection, which this
+        trainer's callbacks do not read (they read ``summary_collection``): an error rather than
+        summaries lost without a word."""
+        names = list(dict.fromkeys([*getattr(fn, "default_summaries", ()), *_DEFAULT_SUMMARIES.names[before:]]))
+        name = type(self).__name__
+        raise RuntimeError(
+            f"{name}: the step {getattr(fn, 'name', None) or fn!r} recorded the summaries {names} into "
+            f"the process-wide default collection, which {name} does not report (its callbacks read "
+            "trainer.summary_collection): they would be lost. The trainer's collection records by "
+            f"default in {name}.__init__: make and trace the step there (TracedStep(...).trace()), or "
+            "record under `with summary_collection_scope(trainer.summary_collection):` in the step")
+
     def _initialize(self, session_init: Any = None, **kwargs: Any) -> None:
         """Initialize the model's variables from ``session_init`` (see ``sessinit.SmartInit``:
         a checkpoint path, a dict of arrays, a SessionInit, ...); None keeps them as they are."""
@@ -693,6 +734,25 @@ class SingleCostTrainer(TowerTrainer):
         NaN or infinite, read from the step's in-graph record (see nonfinite.py); None when
         there was none, or without a record (``record_nonfinite = False``)."""
         return self._nonfinite.first() if self._nonfinite is not None else None
+
+
+#: where summaries go when nothing chose a collection (see TowerTrainer.run)
+_DEFAULT_SUMMARIES = default_summary_collection()
+
+
+def _own_collection(trainer: TowerTrainer) -> SummaryCollection:
+    """The trainer's summary collection, made on first use."""
+    collection = trainer.__dict__.get("summary_collection")
+    if collection is None:
+        collection = trainer.__dict__["summary_collection"] = SummaryCollection(type(trainer).__name__)
+    return collection
+
+
+def _own_summaries(trainer: TowerTrainer) -> Any:
+    """The trainer's collection recording, unless a scope already chose one."""
+    if summary_collection_chosen():
+        return contextlib.nullcontext()
+    return summary_collection_scope(_own_collection(trainer))
 
 
 #: the trainer's attributes the optimizers' fallback does not scan (they are declared, or bookkeeping)
