@@ -9,7 +9,7 @@ from typing import Any, NamedTuple
 from trainstack.loop import MonitorBase
 
 from .logdir import get_logger_dir
-from .logdir_lock import hold_directory, release_directory
+from .logdir_lock import WriterLock
 from .storage import STORAGE_ERRORS, StorageError
 
 __all__ = ["JSONWriter"]
@@ -53,6 +53,7 @@ class JSONWriter(MonitorBase):
         self._logdir_given = logdir  # _logdir becomes the logger directory at setup when None
         self._path: str | None = None
         self._pending: dict[str, Any] = {}  # filled before setup too: earlier callbacks may put
+        self._lock = WriterLock(type(self).__name__)
 
     @property
     def path(self) -> str | None:
@@ -98,12 +99,14 @@ class JSONWriter(MonitorBase):
                            "was given; no stats will be written.")
             return
         os.makedirs(self._logdir, exist_ok=True)
-        hold_directory(self._logdir, self.name)
+        if self.trainer.is_chief:  # else in before_train, should this process become the chief
+            self._lock.take(self._logdir)
         self._path = os.path.join(self._logdir, self.FILENAME)
 
     def _before_train(self) -> None:
         if self._path is None:
             return
+        self._lock.take(os.path.dirname(self._path))
         try:
             StatsFile(self._path).repair()
         except STORAGE_ERRORS as e:
@@ -131,8 +134,7 @@ class JSONWriter(MonitorBase):
         try:
             self._trigger()
         finally:
-            if self._path is not None:
-                release_directory(os.path.dirname(self._path))
+            self._lock.give_back()
 
     def _last_finished_epoch(self) -> int:
         loop = self.trainer.loop

@@ -10,11 +10,12 @@ take the same lock before moving or deleting a directory, so a directory another
 holds is never touched.
 
 The writers of one process share one lock per directory (a second ``flock`` in the same process
-would conflict with the first). The kernel releases a flock when its process ends, however it
-ends (kill -9 included), so a lock never outlives its run; the hidden file stays, empty. Other
-processes of one multi-process run (Horovod ranks) share the chief's logger directory but
-write nothing there, so they never take the lock. Without ``fcntl`` (Windows) nothing is
-locked.
+would conflict with the first); each holds its share through a :class:`WriterLock`. The kernel
+releases a flock when its process ends, however it ends (kill -9 included), so a lock never
+outlives its run; the hidden file stays, empty. The processes of one multi-process run (Horovod
+ranks) share the chief's logger directory, but only the chief writes there: a writer takes the
+lock when it is set up on the chief (``trainer.is_chief``), or in ``before_train`` on a process
+that becomes the chief later (elastic training). Without ``fcntl`` (Windows) nothing is locked.
 """
 from __future__ import annotations
 
@@ -29,8 +30,8 @@ try:
 except ImportError:  # pragma: no cover - Windows
     fcntl = None  # type: ignore[assignment]
 
-__all__ = ["LOCK_FILE", "LogDirLockedError", "DirectoryLock", "hold_directory", "release_directory",
-           "release_all", "exclusive_directory"]
+__all__ = ["LOCK_FILE", "LogDirLockedError", "DirectoryLock", "WriterLock", "hold_directory",
+           "release_directory", "release_all", "exclusive_directory"]
 
 logger = logging.getLogger("trainstack.callbacks")
 
@@ -126,6 +127,30 @@ def release_directory(directory: str | os.PathLike) -> None:
     else:
         del _held[key]
         lock.release()
+
+
+class WriterLock:
+    """One writer's share of its directory's lock: taken at most once, given back at most once."""
+
+    def __init__(self, who: str) -> None:
+        self.who = who
+        self.directory: str | None = None
+
+    @property
+    def held(self) -> bool:
+        return self.directory is not None
+
+    def take(self, directory: str | os.PathLike) -> None:
+        """Hold ``directory``'s lock (:func:`hold_directory`) unless this writer holds it already."""
+        if self.directory is None:
+            hold_directory(directory, self.who)
+            self.directory = os.fspath(directory)
+
+    def give_back(self) -> None:
+        """Give the share back (:func:`release_directory`); nothing when none is held."""
+        directory, self.directory = self.directory, None
+        if directory is not None:
+            release_directory(directory)
 
 
 def release_all() -> None:

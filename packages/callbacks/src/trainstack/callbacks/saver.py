@@ -62,7 +62,7 @@ from .callback_state import MONITOR_STATE_KEY, MonitorState
 from .checkpoint_files import checkpoint_number, repair_checkpoint_dir
 from .checkpoint_layout import BEST_STAT_KEY, LOOP_STATE_KEY, SAVER_KEYS, VALUE_SUFFIX, saver_checkpoint
 from .logdir import get_logger_dir
-from .logdir_lock import hold_directory, release_directory
+from .logdir_lock import WriterLock
 from .storage import STORAGE_ERRORS, StorageError
 
 __all__ = ["ModelSaver", "MinSaver", "MaxSaver", "load_loop_state", "restore_loop_state",
@@ -155,6 +155,14 @@ def _resolve_dir(checkpoint_dir: str | os.PathLike | None, who: str) -> str:
 _checkpoint_number = checkpoint_number  # the number at the end of a checkpoint prefix
 
 
+def _own(lock: WriterLock, directory: str, who: str) -> None:
+    """Take the directory's lock for this run; the first time, clean up what an interrupted run
+    left there (temporary folders, a damaged state file)."""
+    if not lock.held:
+        lock.take(directory)
+        repair_checkpoint_dir(directory, who)
+
+
 def _save(saver: Callback, manager: tf.train.CheckpointManager, directory: str) -> str:
     """``manager.save`` at the saver's global_step; a storage error becomes :class:`StorageError`
     after the partial files of this save (its ``_temp`` folder) are removed to free the space."""
@@ -243,11 +251,12 @@ class ModelSaver(Callback):
         self._checkpoint_dir_arg = checkpoint_dir
         self.checkpoint_dir: str | None = None
         self._failed = False  # a save failed: the run is stopping, nothing more is saved
+        self._lock = WriterLock(self.name)
 
     def _setup_graph(self) -> None:
         self.checkpoint_dir = _resolve_dir(self._checkpoint_dir_arg, self.name)
-        hold_directory(self.checkpoint_dir, self.name)
-        repair_checkpoint_dir(self.checkpoint_dir, self.name)
+        if self.trainer.is_chief:  # else in before_train, should this process become the chief
+            _own(self._lock, self.checkpoint_dir, self.name)
         self._objects = objects = checkpoint_objects_of(self.trainer, self.name)
         self._loop_state = _loop_state_module(self.trainer.loop.state_dict())
         self._monitor_state = MonitorState()
@@ -259,6 +268,8 @@ class ModelSaver(Callback):
         self._pending: int | None = None  # global_step of an epoch-end checkpoint not written yet
 
     def _before_train(self) -> None:
+        assert self.checkpoint_dir is not None  # set by _setup_graph
+        _own(self._lock, self.checkpoint_dir, self.name)
         loop = self.trainer.loop
         if not loop.resumed or loop.global_step == 0:
             return
@@ -312,7 +323,7 @@ class ModelSaver(Callback):
                     and _checkpoint_number(self.manager.latest_checkpoint) != self.global_step):
                 self.save()
         finally:
-            release_directory(self.checkpoint_dir)
+            self._lock.give_back()
 
     def _write_pending(self) -> None:
         step, self._pending = self._pending, None
@@ -373,6 +384,7 @@ class MinSaver(Callback):
         self.filename = filename or f"{'max' if self.reverse else 'min'}-{monitor_stat}"
         self._checkpoint_dir_arg = checkpoint_dir
         self.directory: str | None = None
+        self._lock = WriterLock(self.name)
 
     @property
     def best(self) -> float | None:
@@ -382,9 +394,9 @@ class MinSaver(Callback):
 
     def _setup_graph(self) -> None:
         self._base = base = _resolve_dir(self._checkpoint_dir_arg, self.name)
-        hold_directory(base, self.name)
         self.directory = os.path.join(base, self.filename)
-        repair_checkpoint_dir(self.directory, self.name)
+        if self.trainer.is_chief:  # else in before_train, should this process become the chief
+            self._own()
         self._objects = objects = checkpoint_objects_of(self.trainer, self.name)
         self._loop_state = _loop_state_module(self.trainer.loop.state_dict())
         with tf.device("CPU:0"):
@@ -436,8 +448,18 @@ class MinSaver(Callback):
         logger.info("Model at global_step=%d with %s %s=%.5g saved to %s.", self.global_step,
                     "maximum" if self.reverse else "minimum", self.monitor_stat, value, path)
 
+    def _own(self) -> None:
+        """Take the run's lock on the base directory; clean up this saver's own directory."""
+        if not self._lock.held:
+            assert self.directory is not None  # set by _setup_graph
+            self._lock.take(self._base)
+            repair_checkpoint_dir(self.directory, self.name)
+
+    def _before_train(self) -> None:
+        self._own()
+
     def _after_train(self) -> None:
-        release_directory(self._base)
+        self._lock.give_back()
 
 
 class MaxSaver(MinSaver):

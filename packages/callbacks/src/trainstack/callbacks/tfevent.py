@@ -13,7 +13,7 @@ from trainstack.loop import MonitorBase
 from trainstack.loop.checks import check_int, check_number
 
 from .logdir import get_logger_dir
-from .logdir_lock import hold_directory, release_directory
+from .logdir_lock import WriterLock
 from .storage import STORAGE_ERRORS, StorageError
 
 __all__ = ["TFEventWriter"]
@@ -52,6 +52,7 @@ class TFEventWriter(MonitorBase):
         self._split_files = split_files
         self._writer: Any = None
         self._enabled = True
+        self._lock = WriterLock(type(self).__name__)
         # (global_step, value); the step is None for data put before our setup_graph
         # (by earlier callbacks' setup_graph) until setup_graph fills it in
         self._queue: list[tuple[int | None, Any]] = []
@@ -76,9 +77,14 @@ class TFEventWriter(MonitorBase):
                            "was given; no TensorBoard events will be written.")
             self._enabled, self._queue = False, []
             return
-        hold_directory(self._logdir, self.name)
+        if self.trainer.is_chief:  # else in before_train, should this process become the chief
+            self._lock.take(self._logdir)
         self._writer = self._storage(tf.summary.create_file_writer, self._logdir)
         self._queue = [(self.global_step, value) for _, value in self._queue]
+
+    def _before_train(self) -> None:
+        if self._writer is not None:
+            self._lock.take(str(self._logdir))
 
     def process_scalar(self, name: str, value: float | int) -> None:
         self._put([_Summary.Value(tag=name, simple_value=value)])
@@ -146,7 +152,7 @@ class TFEventWriter(MonitorBase):
             try:
                 self._storage(writer.close)
             finally:
-                release_directory(str(self._logdir))
+                self._lock.give_back()
 
 
 def _to_nhwc_uint8(name: str, value: Any) -> np.ndarray:
