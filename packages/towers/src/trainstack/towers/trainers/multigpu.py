@@ -12,7 +12,8 @@ its device and takes its own batch from the InputSource (set up with
 input's size, tensorpack's rule) makes an epoch ``K`` passes over the data; training
 then starts with a warning that says so and gives the steps of one pass (the input's
 size divided by ``K``). Only ``tower0`` is the main
-training tower (its summaries are recorded, callbacks fetch its tensors).
+training tower (callbacks fetch its tensors); ``add_moving_summary`` logs the mean of
+the towers' values (see tower_summaries.py), the other summaries ``tower0``'s.
 The trainers differ in where the variables live and how the towers'
 gradients reach them:
 

@@ -60,6 +60,7 @@ from ..tower.step import TracedStep
 from ..tower.tower import TowerContext, TowerFunc, TowerHandle, _frozen_ids
 from .legacy_hook import legacy_api
 from .nonfinite import NonFiniteCheck, apply_if_finite
+from .tower_summaries import TowerSummaries
 
 __all__ = ["TowerTrainer", "SingleCostTrainer", "TowerResult"]
 
@@ -487,6 +488,8 @@ class SingleCostTrainer(TowerTrainer):
         self._grad_processors: list[GradientProcessor] = []
         self._trainable: list[tf.Variable] = []
         self._filter_none = FilterNoneGrad()
+        #: while the towers of a step of several towers are traced: what gathers their summaries
+        self._towers_summaries: TowerSummaries | None = None
         super().__init__(config)
 
     @property
@@ -659,9 +662,18 @@ class SingleCostTrainer(TowerTrainer):
         k = self.num_towers
         micro = [tower_inputs[i:i + k] for i in range(0, len(tower_inputs), k)]
         per_micro = []
+        # summaries are recorded once per step, by the last micro-batch's towers: the moving
+        # averages take the mean of the towers' values, the other summaries the main tower's
+        gathered = TowerSummaries(self._step_summaries()) if len(micro[-1]) > 1 else None
         for m, inputs in enumerate(micro):
-            # summaries are recorded once per step: by the last micro-batch's main tower
-            per_micro.append(self._build_towers(inputs, record_summaries=m == len(micro) - 1))
+            last = m == len(micro) - 1
+            self._towers_summaries = gathered if last else None
+            try:
+                per_micro.append(self._build_towers(inputs, record_summaries=last))
+            finally:
+                self._towers_summaries = None
+        if gathered is not None:
+            gathered.flush()
         named = per_micro[0][0].cost  # the cost as the tower function named it (averaging renames it)
         results = _average_micro_batches(per_micro) if len(per_micro) > 1 else per_micro[0]
         check = self._nonfinite
@@ -680,9 +692,17 @@ class SingleCostTrainer(TowerTrainer):
 
     def _build_tower(self, index: int, inputs: Sequence[tf.Tensor],
                      record_summaries: bool = True) -> TowerResult:
-        """Build training tower ``index`` on its device: its cost and its gradients; the main
-        tower records its summaries when ``record_summaries``."""
-        collection = self._step_summaries() if index == 0 and record_summaries else None
+        """Build training tower ``index`` on its device: its cost and its gradients. With
+        ``record_summaries`` it records its summaries: in a step of several towers every tower
+        does, into what averages their moving summaries (see tower_summaries.py); else the main
+        tower alone, into the trainer's collection."""
+        gathered = self._towers_summaries
+        if not record_summaries:
+            collection = None
+        elif gathered is not None:
+            collection = gathered.tower(index)
+        else:
+            collection = self._step_summaries() if index == 0 else None
         with _device(self._tower_device(index)), summary_collection_scope(collection):
             with TowerContext(f"tower{index}", is_training=True, index=index,
                               cross_worker_mean=self._worker_mean()) as ctx:
