@@ -19,10 +19,12 @@ import tensorflow as tf
 
 from trainstack.inputs import TFDatasetInput
 from trainstack.towers import (
+    InferenceRunner,
     KerasModelDesc,
     ModelDesc,
     OfflinePredictor,
     PredictConfig,
+    ScalarStats,
     SimpleTrainer,
     TrainConfig,
     export_saved_model,
@@ -83,10 +85,12 @@ def test_loss_and_metrics_reach_stats_jsonl(logger_dir):
     desc = ModelDesc.from_keras(cases.functional(), keras.losses.SparseCategoricalCrossentropy(from_logits=True),
                                 "sgd", metrics=["accuracy", error, keras.metrics.SparseTopKCategoricalAccuracy(
                                     k=3, name="top3")])
-    launch_train_with_config(TrainConfig(model=desc, dataflow=cases.make_batches(4), max_epoch=2), SimpleTrainer())
+    validation = InferenceRunner(cases.make_batches(2, seed=5), [ScalarStats(["loss", "accuracy"])])
+    launch_train_with_config(TrainConfig(model=desc, dataflow=cases.make_batches(4), max_epoch=2,
+                                         callbacks=[validation]), SimpleTrainer())
     with open(os.path.join(logger_dir, "stats.jsonl")) as f:
         last = [json.loads(line) for line in f][-1]
-    assert {"loss", "accuracy", "error", "top3"} <= set(last)
+    assert {"loss", "accuracy", "error", "top3", "validation_loss", "validation_accuracy"} <= set(last)
     assert 0 < last["accuracy"] < 1 and last["loss"] > 0
     assert last["accuracy"] + last["error"] == pytest.approx(1.0, abs=1e-5)
     assert last["top3"] == pytest.approx(1.0)  # 3 classes: the true one is always in the top 3

@@ -37,7 +37,6 @@ import tensorflow as tf
 from trainstack.callbacks import add_moving_summary
 
 from .model_desc import ModelDesc
-from .tower import get_current_tower_context
 
 __all__ = ["KerasModelDesc"]
 
@@ -111,7 +110,6 @@ class KerasModelDesc(ModelDesc):
         return [*self._input_specs, self._label_spec]
 
     def build_graph(self, *tensors: tf.Tensor) -> tf.Tensor:
-        ctx = get_current_tower_context()
         if not self._adopted:
             self._adopt_variables()
         *features, label = tensors
@@ -119,7 +117,7 @@ class KerasModelDesc(ModelDesc):
             model_input = keras.tree.pack_sequence_as(self._call_structure, features)
         else:
             model_input = features[0] if len(features) == 1 else list(features)
-        prediction = self.model(model_input, training=ctx.is_training)
+        prediction = self.model(model_input, training=self.training)
         if not tf.is_tensor(prediction):
             raise TypeError(f"ModelDesc.from_keras({self.model.name!r}): the model returned "
                             f"{type(prediction).__name__}, not one tensor; a model with several outputs "
