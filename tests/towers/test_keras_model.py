@@ -126,6 +126,10 @@ def test_an_uncompiled_model_without_loss_names_what_to_pass():
         ModelDesc.from_keras(cases.functional())
     with pytest.raises(ValueError, match="no optimizer given"):
         ModelDesc.from_keras(cases.functional(), loss=LOSS)
+    compiled = cases.functional()
+    compiled.compile(optimizer="sgd")
+    with pytest.raises(ValueError, match=r"model.compile\(\) was given no loss; pass loss="):
+        ModelDesc.from_keras(compiled)
 
 
 def test_a_subclassed_model_without_input_specs_names_inputs():

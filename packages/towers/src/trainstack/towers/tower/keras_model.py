@@ -73,10 +73,9 @@ class KerasModelDesc(ModelDesc):
         if not isinstance(model, keras.Model):
             raise TypeError(f"ModelDesc.from_keras takes a keras.Model, got {model!r}; a ModelDesc of "
                             "your own layers subclasses ModelDesc instead")
-        compiled = model.get_compile_config() if getattr(model, "compiled", False) else {}
         if loss is None or optimizer is None:
             missing = [n for n, v in (("loss", loss), ("optimizer", optimizer)) if v is None]
-            if not compiled:
+            if not getattr(model, "compiled", False):
                 raise ValueError(
                     f"ModelDesc.from_keras({model.name!r}): no {' and no '.join(missing)} given and the "
                     "model is not compiled. Pass them, e.g. loss='sparse_categorical_crossentropy', "
@@ -84,8 +83,12 @@ class KerasModelDesc(ModelDesc):
                     "optimizer=...) first")
             loss = model.loss if loss is None else loss
             optimizer = model.optimizer if optimizer is None else optimizer
+            if loss is None or optimizer is None:
+                missing = [n for n, v in (("loss", loss), ("optimizer", optimizer)) if v is None]
+                raise ValueError(f"ModelDesc.from_keras({model.name!r}): model.compile() was given no "
+                                 f"{' and no '.join(missing)}; pass {' and '.join(f'{n}=' for n in missing)}")
             if metrics is None:
-                metrics = compiled.get("metrics")
+                metrics = model.get_compile_config().get("metrics")
         self.model = model
         self._loss_fn, loss_kind = _resolve_loss(loss, model.name)
         self._optimizer_config = _optimizer_config(optimizer, model.name)
