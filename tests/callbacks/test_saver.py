@@ -16,6 +16,7 @@ from trainstack.callbacks import (
     MinSaver,
     ModelSaver,
     PeriodicTrigger,
+    StorageError,
     load_loop_state,
     restore_loop_state,
     unset_logger_dir,
@@ -179,6 +180,26 @@ def test_min_and_max_saver_keep_the_best_epoch(linear_trainer, tmp_path):
     linear_trainer().train([PutStat("val-error", [1.5]), again], [], steps_per_epoch=1, max_epoch=1)
     assert again.best == 1.0
     np.testing.assert_array_equal(_restore_wb(tmp_path / "min-val-error")[0], stat.weights[2][0])
+
+
+def test_min_saver_that_cannot_write_stops_the_run_naming_its_best_checkpoint(linear_trainer, tmp_path):
+    best = tmp_path / "min-val-error"
+
+    class BreakTheDirectory(Callback):  # after epoch 1's best is saved, its directory becomes a file
+        def _trigger(self):
+            if self.epoch_num == 2:
+                os.rename(best, str(best) + ".away")
+                best.write_text("")
+
+    trainer = linear_trainer()
+    with pytest.raises(StorageError, match=rf"MinSaver could not write the checkpoint {best}/model-4: .*not a "
+                                           rf"directory.*The last good checkpoint is {best}/model-2\."):
+        trainer.train([PutStat("val-error", [3.0, 1.0, 2.0]), BreakTheDirectory(),
+                       MinSaver("val-error", checkpoint_dir=tmp_path)], [], steps_per_epoch=2, max_epoch=3)
+    assert trainer.global_step == 4  # epoch 3 never ran
+    best.unlink()
+    os.rename(str(best) + ".away", best)
+    assert _numbers(best) == [2]
 
 
 def test_missing_stat_warns_and_saves_nothing(linear_trainer, tmp_path, caplog):

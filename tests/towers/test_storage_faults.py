@@ -29,7 +29,13 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from trainstack.callbacks import LogDirLockedError, StorageError, set_logger_dir, unset_logger_dir
+from trainstack.callbacks import (
+    LogDirLockedError,
+    StorageError,
+    load_loop_state,
+    set_logger_dir,
+    unset_logger_dir,
+)
 from trainstack.callbacks.logdir_lock import LOCK_FILE
 
 JOB = Path(__file__).with_name("storage_fault_job.py")
@@ -191,6 +197,7 @@ def test_a_lost_state_file_is_rebuilt_and_the_run_resumes_exactly(in_process, un
     else:
         with open(state, "r+") as f:
             f.truncate(0 if fault == "empty" else 40)  # mid-way through the second path
+    assert load_loop_state(logdir)["global_step"] == 2 * STEPS  # the newest listed checkpoint
     with caplog.at_level(logging.INFO, logger="trainstack"):
         final = train(EPOCHS)
     problem = {"deleted": "missing", "cut off": "damaged", "empty": "empty"}[fault]

@@ -59,7 +59,7 @@ from trainstack.loop import Callback, Trainer
 from trainstack.loop.checks import check_int, check_number
 
 from .callback_state import MONITOR_STATE_KEY, MonitorState
-from .checkpoint_files import checkpoint_number, repair_checkpoint_dir
+from .checkpoint_files import checkpoint_number, last_checkpoint, repair_checkpoint_dir
 from .checkpoint_layout import BEST_STAT_KEY, LOOP_STATE_KEY, SAVER_KEYS, VALUE_SUFFIX, saver_checkpoint
 from .logdir import get_logger_dir
 from .logdir_lock import WriterLock
@@ -184,11 +184,12 @@ def _check_dir_arg(checkpoint_dir: Any) -> None:
 def load_loop_state(path: str | os.PathLike) -> dict[str, int | bool]:
     """The loop counters stored in a checkpoint written by :class:`ModelSaver` or :class:`MinSaver`.
 
-    ``path`` is a checkpoint prefix (``.../model-300``) or a directory (its latest checkpoint).
+    ``path`` is a checkpoint prefix (``.../model-300``) or a directory (its latest checkpoint: the
+    one its state file names, else the newest it lists).
     """
     path = os.fspath(path)
     if tf.io.gfile.isdir(path):
-        latest = tf.train.latest_checkpoint(path)
+        latest = last_checkpoint(path)
         if latest is None:
             raise FileNotFoundError(f"no checkpoint in directory {path!r}")
         path = latest
