@@ -12,6 +12,7 @@ weights after the initial broadcast, after step 1 and at the end) and
 after writing the time to ``DIR/killed.json``; with ``--kill-signal STOP`` it
 stops itself instead (SIGSTOP: a hung rank that does not die); with ``TERM`` or
 ``INT`` it sends itself that signal (a preemption: training stops gracefully).
+``--watchdog S``: every rank runs a StepWatchdog of S seconds (120 for its first step).
 """
 from __future__ import annotations
 
@@ -28,7 +29,7 @@ import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
 from trainstack.callbacks import ModelSaver, set_logger_dir  # noqa: E402
-from trainstack.loop import Callback  # noqa: E402
+from trainstack.loop import Callback, StepWatchdog  # noqa: E402
 from trainstack.towers import ModelDesc  # noqa: E402
 
 FEATURES, BATCH, LEARNING_RATE = 4, 16, 0.5
@@ -107,6 +108,7 @@ def main() -> None:
     parser.add_argument("--kill-step", type=int, default=None)
     parser.add_argument("--broadcast-every-epoch", action="store_true")
     parser.add_argument("--kill-signal", choices=["KILL", "STOP", "TERM", "INT"], default="KILL")
+    parser.add_argument("--watchdog", type=float, default=None)
     args = parser.parse_args()
 
     from trainstack.distributed import HorovodTrainer, shard_dataflow  # noqa: PLC0415
@@ -122,7 +124,10 @@ def main() -> None:
     report: dict = {"rank": rank, "size": trainer.size}
     start = time.time()
     try:
-        trainer.train_with_defaults(callbacks=[ModelSaver(), Record(model, args.out, rank, kill, args.kill_signal)],
+        watchdog = [] if args.watchdog is None else [StepWatchdog(args.watchdog, first_step_timeout_s=120,
+                                                                  grace_s=1)]
+        trainer.train_with_defaults(callbacks=[ModelSaver(), Record(model, args.out, rank, kill, args.kill_signal),
+                                               *watchdog],
                                     steps_per_epoch=len(data), max_epoch=args.epochs)
     except Exception as e:  # noqa: BLE001 - recorded for the test, then re-raised
         report["error"] = {"type": type(e).__name__, "message": str(e)[:500], "time": time.time()}

@@ -239,6 +239,27 @@ def test_a_signal_on_one_rank_stops_every_rank_after_the_same_step_and_the_chief
     assert ("Ctrl-C again" in logs[1]) == (sig == "INT")
 
 
+def test_a_hung_rank_makes_the_other_end_by_its_watchdog_naming_horovods_allreduce(tmp_path):
+    """Rank 1 stops (SIGSTOP) at step 3 without dying; with a Gloo timeout of 10 minutes, rank 0's
+    StepWatchdog (2 s) ends it (status 1, the stacks) naming the allreduce its step waits in."""
+    server, (survivor, victim) = start_ranks(tmp_path, "--epochs", "100000", "--batches", str(BATCHES),
+                                   "--kill-rank", "1", "--kill-step", "3", "--kill-signal", "STOP",
+                                   "--watchdog", "2", gloo_timeout_s=600)
+    try:
+        survivor.wait(timeout=150)
+    finally:
+        for proc in (survivor, victim):
+            proc.kill()
+            proc.wait()
+        server.stop()
+    output = (tmp_path / "rank0.log").read_text()
+    assert survivor.returncode == 1, output[-3000:]
+    assert ("StepWatchdog(2 s): global step 4 (epoch 1) has not finished after 2 s, the limit. A step of "
+            "HorovodTrainer waits in Horovod's allreduce in the step's gradient aggregation across its 2 "
+            "ranks") in output, output[-3000:]
+    assert "[MainThread] (most recent call first)" in output
+
+
 @pytest.mark.slow
 def test_a_hung_rank_makes_the_other_fail_after_the_gloo_timeout(tmp_path):
     """A rank that stops (SIGSTOP) without dying: its peer's collectives time out after
