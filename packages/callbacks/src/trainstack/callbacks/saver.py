@@ -165,14 +165,15 @@ def _own(lock: WriterLock, directory: str, who: str) -> None:
 
 def _save(saver: Callback, manager: tf.train.CheckpointManager, directory: str) -> str:
     """``manager.save`` at the saver's global_step; a storage error becomes :class:`StorageError`
-    after the partial files of this save (its ``_temp`` folder) are removed to free the space."""
+    after the partial files of this save (its ``_temp`` folder) are removed to free the space. The
+    last good checkpoint it names is the one recorded before this save began."""
+    last_good = manager.latest_checkpoint
     try:
         return manager.save(checkpoint_number=saver.global_step)
     except STORAGE_ERRORS as e:
         prefix = os.path.join(directory, f"model-{saver.global_step}")
         shutil.rmtree(prefix + "_temp", ignore_errors=True)
-        raise StorageError(saver.name, "the checkpoint", prefix, e, directory,
-                           last_good=manager.latest_checkpoint) from e
+        raise StorageError(saver.name, "the checkpoint", prefix, e, directory, last_good=last_good) from e
 
 
 def _check_dir_arg(checkpoint_dir: Any) -> None:

@@ -11,6 +11,7 @@ knows what to fix and where a resumed run (``AutoResumeTrainConfig``) will conti
 from __future__ import annotations
 
 import os
+import re
 
 import tensorflow as tf
 
@@ -53,8 +54,10 @@ class StorageError(RuntimeError):
 
 
 def _first_line(error: BaseException) -> str:
+    """``Type: the first line of its message``, without TensorFlow's ``{{function_node ...}}``."""
     text = str(error).strip()
     if isinstance(error, tf.errors.OpError):
         text = (error.message or text).strip()
+    text = re.sub(r"\{\{function_node [^}]*\}\}\s*", "", text)
     line = text.splitlines()[0] if text else ""
     return f"{type(error).__name__}: {line}" if line else type(error).__name__
