@@ -204,6 +204,7 @@ def test_a_killed_rank_makes_the_other_fail_within_a_bound(tmp_path):
     assert "error" in result, f"rank 0 ended without an error: {result}\n{output}"
     assert result["error"]["type"] == "HorovodShutdownError", result["error"]
     assert "rank 0 of 2: Horovod shut down" in result["error"]["message"]
+    assert "which waits in Horovod's allreduce in the step's gradient aggregation" in result["error"]["message"]
     waited = result["error"]["time"] - killed["time"]
     assert 0 <= waited < DEAD_RANK_BOUND_S, f"rank 0 failed {waited:.1f}s after rank 1 died"
     assert 3 <= result["steps"] < 100000 * BATCHES // 2

@@ -153,8 +153,9 @@ class HorovodTrainer(AgreedInterrupt, SingleCostTrainer):
                 raise
             raise HorovodShutdownError(
                 f"HorovodTrainer rank {self.rank} of {self.size}: Horovod shut down during the step after "
-                f"global step {self.global_step}: another rank failed, died, stopped answering for the Gloo "
-                "timeout or finished early (its log says which). This rank stops too.") from e
+                f"global step {self.global_step}, which waits in {self.step_waits_in()}: another rank failed, "
+                "died, stopped answering for the Gloo timeout or finished early (its log says which). This "
+                "rank stops too.") from e
 
     def _num_processes(self) -> int:
         return self.size
