@@ -31,7 +31,7 @@ __all__ = [
     "ScheduledHyperParamSetter", "StatMonitorParamSetter", "HyperParamSetterWithFunc", "GPUUtilizationTracker",
     "GraphProfiler", "PeakMemoryTracker", "ThroughputTracker", "ModelSaver", "MinSaver", "MaxSaver", "ProgressBar",
     "MovingAverageSummary", "MergeAllSummaries", "SimpleMovingAverage", "PeriodicTrigger", "PeriodicCallback",
-    "EnableCallbackIf", "get_current_tower_context", "TowerContext", "get_global_step_var", "get_tf_version_tuple",
+    "EnableCallbackIf", "SessionRunTimeout", "get_current_tower_context", "TowerContext", "get_global_step_var", "get_tf_version_tuple",
     "SessionInit", "ChainInit", "SaverRestore", "SaverRestoreRelaxed", "DictRestore", "JustCurrentSession",
     "get_model_loader", "SmartInit", "argscope", "get_arg_scope", "enable_argscope_for_module",
     "enable_argscope_for_function", "sessinit", "summary", "optimizer", "sesscreate", "gradproc", "varreplace",

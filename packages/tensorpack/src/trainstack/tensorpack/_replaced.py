@@ -35,7 +35,6 @@ REPLACED: dict[str, str] = {
     "tensorpack.callbacks.monitor.SendMonitorData": "not provided: write a MonitorBase subclass",
     "tensorpack.callbacks.prof.GPUMemoryTracker": "replaced by PeakMemoryTracker",
     "tensorpack.callbacks.prof.HostMemoryTracker": "replaced by PeakMemoryTracker",
-    "tensorpack.callbacks.steps.SessionRunTimeout": NOT_YET,
     "tensorpack.callbacks.steps.TensorPrinter": "replaced by ProcessTensors(names, fn) (e.g. fn=print) or DumpTensors",
     "tensorpack.compat.is_tfv2": "not provided: trainstack runs on TensorFlow 2 only (tf.__version__)",
     "tensorpack.contrib.keras.KerasModel": NOT_YET,

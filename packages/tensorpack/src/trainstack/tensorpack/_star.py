@@ -44,6 +44,7 @@ from .callbacks import (
     ScalarPrinter,
     ScalarStats,
     ScheduledHyperParamSetter,
+    SessionRunTimeout,
     SimpleMovingAverage,
     StatMonitorParamSetter,
     TFEventWriter,

@@ -38,7 +38,7 @@ from trainstack.callbacks import (
     TFEventWriter,
     ThroughputTracker,
 )
-from trainstack.loop import Callback, Callbacks, MonitorBase, Monitors
+from trainstack.loop import Callback, Callbacks, MonitorBase, Monitors, SessionRunTimeout
 from trainstack.towers import (
     BinaryClassificationStats,
     ClassificationError,
@@ -59,7 +59,7 @@ __all__ = [
     "StatMonitorParamSetter", "HyperParamSetterWithFunc", "GPUUtilizationTracker", "GraphProfiler",
     "PeakMemoryTracker", "ThroughputTracker", "ModelSaver", "MinSaver", "MaxSaver", "ProgressBar",
     "MovingAverageSummary", "MergeAllSummaries", "SimpleMovingAverage", "PeriodicTrigger", "PeriodicCallback",
-    "EnableCallbackIf"
+    "EnableCallbackIf", "SessionRunTimeout"
 ]
 
 __getattr__ = unprovided(__name__)
