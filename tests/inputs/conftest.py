@@ -1,5 +1,5 @@
 """Shared set-up for the input tests: quiet TensorFlow, two logical CPU devices, and
-fixtures that run a read in a thread so that a hang fails its test instead of the run.
+a fixture that runs a read in a thread so that a hang fails its test instead of the run.
 
 Two logical CPUs let tests place towers on distinct devices
 (``/device:CPU:0`` and ``/device:CPU:1``) without any accelerator. The
@@ -9,7 +9,6 @@ at import, before any test module runs.
 from __future__ import annotations
 
 import os
-import threading
 from collections.abc import Callable
 from typing import Any
 
@@ -27,38 +26,15 @@ except RuntimeError:  # devices were already initialized by an earlier import: k
     pass
 
 
-def _run_with_deadline(fn: Callable[[], Any], seconds: float = 30.0) -> Any:
-    result: dict = {}
-
-    def target() -> None:
-        try:
-            result["value"] = fn()
-        except BaseException as e:  # noqa: BLE001 - handed to the test
-            result["error"] = e
-
-    thread = threading.Thread(target=target, daemon=True)
-    thread.start()
-    thread.join(seconds)
-    assert not thread.is_alive(), f"did not end within {seconds} s"
-    if "error" in result:
-        raise result["error"]
-    return result["value"]
-
-
 @pytest.fixture
-def run_with_deadline() -> Callable[..., Any]:
-    """``run_with_deadline(fn, seconds=30.0)``: ``fn()`` in a thread; its result, or its error raised."""
-    return _run_with_deadline
-
-
-@pytest.fixture
-def read_input() -> Callable[..., Any]:
+def read_input(run_with_deadline: Callable[..., Any]) -> Callable[..., Any]:
     """``read_input(source, signature, towers=1, **read_kwargs)``: ``(reader, batches)`` of an
-    InputReader reading ``source`` as ``towers`` towers would, within 30 s."""
+    InputReader reading ``source`` as ``towers`` towers would, within 30 s (``run_with_deadline``
+    of tests/conftest.py)."""
     from trainstack.inputs import InputReader  # noqa: PLC0415
 
     def read(source: Any, signature: Any, towers: int = 1, **read_kwargs: Any) -> tuple:
         reader = InputReader(source, signature, num_towers=towers)
-        return reader, _run_with_deadline(lambda: reader.read(**read_kwargs))
+        return reader, run_with_deadline(lambda: reader.read(**read_kwargs))
 
     return read
