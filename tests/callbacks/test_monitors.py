@@ -12,7 +12,15 @@ import tensorflow as tf
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
 import trainstack.loop
-from trainstack.callbacks import JSONWriter, MonitorBase, Monitors, ScalarPrinter, TFEventWriter, unset_logger_dir
+from trainstack.callbacks import (
+    JSONWriter,
+    MonitorBase,
+    Monitors,
+    ScalarPrinter,
+    StorageError,
+    TFEventWriter,
+    unset_logger_dir,
+)
 from trainstack.loop import Callback
 
 STEPS, EPOCHS = 3, 2
@@ -309,3 +317,24 @@ def test_writers_say_whether_they_write_into_the_logger_directory(writer, linear
     run(linear_trainer(), [PutLoss()], [default, own], epochs=1)
     # set up, the default one now holds the logger directory as its logdir: the answer stays
     assert default.writes_to_logger_dir and not own.writes_to_logger_dir
+
+
+def test_a_lock_file_that_cannot_be_made_stops_the_run_as_a_failed_write_does(linear_trainer, tmp_path):
+    blocked = tmp_path / "events"
+    blocked.write_text("")  # a file where the events' directory should be
+    with pytest.raises(StorageError, match=rf"TFEventWriter could not write the lock file {blocked}/.trainstack.lock"
+                                           r": FileExistsError"):
+        run(linear_trainer(), [PutLoss()], [TFEventWriter(logdir=str(blocked))])
+
+
+def test_event_files_that_cannot_be_written_stop_the_run_naming_the_directory(linear_trainer, tmp_path):
+    events = tmp_path / "events"
+
+    class BreakTheDirectory(Callback):  # after epoch 1 the directory is a file: no new event file
+        def _trigger_epoch(self):
+            if self.epoch_num == 1:
+                events.rename(tmp_path / "away")
+                events.write_text("")
+
+    with pytest.raises(StorageError, match=rf"TFEventWriter could not write TensorBoard events in {events}: "):
+        run(linear_trainer(), [PutLoss(), BreakTheDirectory()], [TFEventWriter(logdir=str(events), split_files=True)])

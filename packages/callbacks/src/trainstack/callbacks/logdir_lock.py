@@ -25,6 +25,8 @@ import os
 import socket
 from collections.abc import Iterator
 
+from .storage import StorageError
+
 try:
     import fcntl
 except ImportError:  # pragma: no cover - Windows
@@ -141,9 +143,15 @@ class WriterLock:
         return self.directory is not None
 
     def take(self, directory: str | os.PathLike) -> None:
-        """Hold ``directory``'s lock (:func:`hold_directory`) unless this writer holds it already."""
+        """Hold ``directory``'s lock (:func:`hold_directory`) unless this writer holds it already.
+        A lock file that cannot be made (the directory is a file, read-only, ...) is a storage
+        error, which stops the run as any failed write does."""
         if self.directory is None:
-            hold_directory(directory, self.who)
+            try:
+                hold_directory(directory, self.who)
+            except OSError as e:
+                path = os.path.join(os.fspath(directory), LOCK_FILE)
+                raise StorageError(self.who, "the lock file", path, e, directory) from e
             self.directory = os.fspath(directory)
 
     def give_back(self) -> None:
