@@ -142,6 +142,15 @@ def test_the_trainers_diagram_is_drawn_at_build_time_and_needs_no_script() -> No
     assert "tower0 on device 0" in figure.alt and "batch s·K+1" in figure.alt
 
 
+def test_no_page_needs_a_diagram_script_from_the_network() -> None:
+    """No page has a mermaid block and the site configures no mermaid fence: Material loads
+    mermaid's script from a CDN, so such a diagram is raw text offline."""
+    pages = sorted((ROOT / "docs").rglob("*.md"))
+    assert pages
+    assert [str(p.relative_to(ROOT)) for p in pages if "```mermaid" in p.read_text(encoding="utf-8")] == []
+    assert "mermaid" not in (ROOT / "mkdocs.yml").read_text(encoding="utf-8").split("# no mermaid")[0]
+
+
 api_order = _load("api_order")
 
 
