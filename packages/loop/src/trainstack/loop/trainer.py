@@ -317,9 +317,10 @@ class Trainer:
             self._run_loop(group, steps_per_run)
         if loop.interrupted is not None:
             stop = TrainingInterrupted(loop.interrupted, loop.global_step)
-            logger.error("Training was interrupted by %s after global step %d; its callbacks saved and "
-                         "flushed what they keep. Exiting with status %d.", loop.interrupted,
-                         loop.global_step, stop.code)
+            # a warning, not an error: a preemption's SIGTERM ends a run this way, by design
+            logger.warning("Training was interrupted by %s after global step %d; its callbacks saved and "
+                           "flushed what they keep. Exiting with status %d.", loop.interrupted,
+                           loop.global_step, stop.code)
             raise stop
         if loop.nonfinite is not None:
             if on_nonfinite == "raise":
