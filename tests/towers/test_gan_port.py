@@ -18,6 +18,7 @@ import tensorflow as tf
 
 from trainstack.callbacks import ModelSaver, add_moving_summary
 from trainstack.inputs import InputSignatureError, QueueInput
+from trainstack.loop import Callback
 from trainstack.towers import (
     GraphBuildError,
     ModelDescBase,
@@ -168,6 +169,8 @@ def test_gan_trainer_tensorpack_form_trains_on_queue_input(tmp_path):
     g0, d0 = values(model.g_vars), values(model.d_vars)
     opt = model.get_optimizer()
     assert "optimizer" in trainer.checkpoint_objects and trainer.checkpoint_objects["optimizer"] is opt
+    step = trainer.train_op.step  # recorded and traced in __init__
+    traces = dict(step.trace_counts)
     in_thread(lambda: trainer.train_with_defaults(
         callbacks=[ModelSaver(checkpoint_dir=str(tmp_path))], monitors=[], max_epoch=2))
     assert trainer.global_step == 20  # steps_per_epoch: the input's size, known from its callbacks
@@ -182,12 +185,10 @@ def test_gan_trainer_tensorpack_form_trains_on_queue_input(tmp_path):
     reader = tf.train.load_checkpoint(str(tmp_path))
     assert reader.get_tensor("optimizer/_iterations/.ATTRIBUTES/VARIABLE_VALUE") == 40
 
-    # the graph is recorded once: the same step object every run, and callbacks fetch by name
-    assert isinstance(trainer.train_op.step, TracedStep)
-    traces = dict(trainer.train_op.step.trace_counts)
-    d_loss = trainer.hooked_run(trainer.train_op)
-    assert np.isfinite(float(d_loss))
-    assert trainer.train_op.step.trace_counts == traces  # traced in __init__, not again
+    # the graph is recorded once: the same step object every run, traced in __init__ and not
+    # again in training (read from the step: after training its input is stopped)
+    assert trainer.train_op.step is step and isinstance(step, TracedStep)
+    assert traces and step.trace_counts == traces
 
 
 def test_gan_trainer_checkpoint_restores_optimizer_state(tmp_path):
@@ -212,17 +213,30 @@ def test_gan_trainer_checkpoint_restores_optimizer_state(tmp_path):
 def test_separate_gan_trainer_periods():
     model = Model()
     trainer = in_thread(lambda: SeparateGANTrainer(QueueInput(RingData(12)), model, d_period=1, g_period=3))
-    opt = model.get_optimizer()
     g0 = values(model.g_vars)
-    in_thread(lambda: trainer.train_with_defaults(callbacks=[], monitors=[], max_epoch=1))
+    alone = RunGeneratorAlone(model)
+    in_thread(lambda: trainer.train_with_defaults(callbacks=[alone], monitors=[], max_epoch=1))
     # hooked runs count global steps: d runs at every run, g when global_step % 3 == 0
-    assert int(opt.iterations.numpy()) == trainer.global_step
+    assert alone.iterations_before == trainer.global_step
     assert changed(g0, values(model.g_vars))
-    # d_min and g_min are separate steps: running g_min alone leaves the discriminator as it is
-    d_before = values(model.d_vars)
-    trainer.run(trainer.g_min)
-    for a, b in zip(d_before, values(model.d_vars)):
+    # d_min and g_min are separate steps: running g_min alone left the discriminator as it was
+    assert alone.d_before is not None
+    for a, b in zip(alone.d_before, alone.d_after):
         np.testing.assert_array_equal(a, b)
+
+
+class RunGeneratorAlone(Callback):
+    """At the epoch's end, while the input still runs: g_min alone, with the discriminator's
+    weights read before and after."""
+
+    def __init__(self, model):
+        self.model, self.d_before, self.d_after, self.iterations_before = model, None, None, None
+
+    def _trigger_epoch(self):
+        self.iterations_before = int(self.model.get_optimizer().iterations.numpy())
+        self.d_before = values(self.model.d_vars)
+        self.trainer.run(self.trainer.g_min)
+        self.d_after = values(self.model.d_vars)
 
 
 def test_generator_noise_is_an_optional_predictor_input(tmp_path):
