@@ -66,14 +66,24 @@ def test_other_trainers_get_a_queue_input(model, make_df):
     assert type(trainer.input) is QueueInput
     assert trainer.global_step == 10
 
+
+
+def test_the_input_is_what_the_trainer_declares_not_its_exact_type(model, make_df):
+    """A subclass of SimpleTrainer feeds as SimpleTrainer does (its declared default_input);
+    one that declares a queue gets a queue."""
     class MySimpleTrainer(SimpleTrainer):
         pass
 
-    config = TrainConfig(dataflow=make_df(4), model=type(model)(), max_epoch=1, **quiet())
-    trainer = MySimpleTrainer()
-    launch_train_with_config(config, trainer)
-    assert type(trainer.input) is QueueInput
-    assert trainer.global_step == 4
+    class QueueingTrainer(SimpleTrainer):
+        def default_input(self, dataflow):
+            return QueueInput(dataflow)
+
+    for cls, expected in ((MySimpleTrainer, FeedInput), (QueueingTrainer, QueueInput)):
+        config = TrainConfig(dataflow=make_df(4), model=type(model)(), max_epoch=1, **quiet())
+        trainer = cls()
+        launch_train_with_config(config, trainer)
+        assert type(trainer.input) is expected, cls
+        assert trainer.global_step == 4
 
 
 def test_data_input_source_is_used_as_given(model, make_df):

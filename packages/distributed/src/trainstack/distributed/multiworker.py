@@ -175,8 +175,8 @@ class DistributedTrainerReplicated(AgreedInterrupt, SingleCostTrainer):
 
             def get_opt_fn() -> Any:
                 with self.strategy.scope():
-                    opt = user_opt_fn()
-                    check_optimizer(opt, "get_opt_fn()")  # a TF1 optimizer's Keras stand-in is made here
+                    opt = self._adapt_optimizer(user_opt_fn())  # made in the strategy's scope
+                    check_optimizer(opt, "get_opt_fn()")
                     return opt
         super().setup_graph(input_signature, input, get_cost_fn, get_opt_fn)
 

@@ -50,8 +50,9 @@ import tensorflow as tf
 
 from trainstack.inputs import TFDatasetInput, normalize_signature
 from trainstack.loop import Callback
-from trainstack.towers import SingleCostTrainer, TowerContext, TowerFunc
+from trainstack.towers import SingleCostTrainer, TowerContext
 from trainstack.towers.tower.gradproc import check_optimizer, unwrap_optimizer
+from trainstack.towers.tower.model_desc import tower_func_of
 from trainstack.towers.trainers.replicated import create_variables_outside_function
 
 from .cluster import ClusterSpec
@@ -170,10 +171,9 @@ class DistributedTrainerParameterServer(SingleCostTrainer):
                             f"a tf.data.Dataset or a TFDatasetInput as input, got {input!r}; each "
                             "worker makes its own copy of the dataset")
         self._dataset_fn = input
-        self.tower_func = get_cost_fn if isinstance(get_cost_fn, TowerFunc) else TowerFunc(get_cost_fn,
-                                                                                          signature)
-        with self.strategy.scope():  # a TF1 optimizer's Keras stand-in is made in the scope too
-            opt = get_opt_fn()
+        self.tower_func = tower_func_of(get_cost_fn, signature, self.tower_func_class)
+        with self.strategy.scope(), self._outside_tower():  # the optimizer is made in the scope
+            opt = self._adapt_optimizer(get_opt_fn())
             check_optimizer(opt, "get_opt_fn()")
         self._optimizer, self._grad_processors = unwrap_optimizer(opt)
         self._build_variables()

@@ -1,5 +1,5 @@
-"""tensorpack 0.11's ``tensorpack.compat``: its names from ``trainstack.towers.tf1``."""
-from trainstack.towers.tf1 import tfv1
+"""tensorpack 0.11's ``tensorpack.compat``: its names from ``trainstack.tensorpack.tf1``."""
+from trainstack.tensorpack.tf1 import tfv1
 
 from .._replaced import unprovided
 

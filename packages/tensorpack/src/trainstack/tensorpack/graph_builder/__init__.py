@@ -1,6 +1,6 @@
-"""tensorpack 0.11's ``tensorpack.graph_builder``: its names from ``trainstack.towers``, ``trainstack.towers.tf1``."""
+"""tensorpack 0.11's ``tensorpack.graph_builder``: its names from ``trainstack.towers``, ``trainstack.tensorpack.tf1``."""
+from trainstack.tensorpack.tf1 import DataParallelBuilder
 from trainstack.towers import LeastLoadedDeviceSetter
-from trainstack.towers.tf1 import DataParallelBuilder
 
 from .._replaced import unprovided
 

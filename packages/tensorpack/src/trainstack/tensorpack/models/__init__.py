@@ -1,5 +1,5 @@
-"""tensorpack 0.11's ``tensorpack.models``: its names from ``trainstack.towers.tf1``."""
-from trainstack.towers.tf1 import (
+"""tensorpack 0.11's ``tensorpack.models``: its names from ``trainstack.tensorpack.tf1``."""
+from trainstack.tensorpack.tf1 import (
     AvgPooling,
     BatchNorm,
     BatchRenorm,

@@ -1,4 +1,12 @@
-"""tensorpack 0.11's ``tensorpack.tfutils``: its names from ``trainstack.towers``, ``trainstack.towers.tf1``."""
+"""tensorpack 0.11's ``tensorpack.tfutils``: its names from ``trainstack.towers``, ``trainstack.tensorpack.tf1``."""
+from trainstack.tensorpack.tf1 import (
+    TowerContext,
+    argscope,
+    enable_argscope_for_function,
+    enable_argscope_for_module,
+    get_arg_scope,
+    get_global_step_var,
+)
 from trainstack.towers import (
     ChainInit,
     DictRestore,
@@ -7,16 +15,8 @@ from trainstack.towers import (
     SaverRestoreRelaxed,
     SessionInit,
     SmartInit,
-    TowerContext,
     get_current_tower_context,
     get_model_loader,
-)
-from trainstack.towers.tf1 import (
-    argscope,
-    enable_argscope_for_function,
-    enable_argscope_for_module,
-    get_arg_scope,
-    get_global_step_var,
 )
 
 from .._replaced import unprovided

@@ -1,5 +1,5 @@
-"""tensorpack 0.11's ``tensorpack.tfutils.argscope``: its names from ``trainstack.towers.tf1``."""
-from trainstack.towers.tf1 import argscope, enable_argscope_for_function, enable_argscope_for_module, get_arg_scope
+"""tensorpack 0.11's ``tensorpack.tfutils.argscope``: its names from ``trainstack.tensorpack.tf1``."""
+from trainstack.tensorpack.tf1 import argscope, enable_argscope_for_function, enable_argscope_for_module, get_arg_scope
 
 from .._replaced import unprovided
 

@@ -1,7 +1,7 @@
-"""tensorpack 0.11's ``tensorpack.tfutils.common``: its names from ``trainstack.towers.tf1``."""
+"""tensorpack 0.11's ``tensorpack.tfutils.common``: its names from ``trainstack.tensorpack.tf1``."""
 import tensorflow as tf
 
-from trainstack.towers.tf1 import get_global_step_var
+from trainstack.tensorpack.tf1 import get_global_step_var
 
 from .._replaced import unprovided
 

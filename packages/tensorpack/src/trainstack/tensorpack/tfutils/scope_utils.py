@@ -1,5 +1,5 @@
-"""tensorpack 0.11's ``tensorpack.tfutils.scope_utils``: its names from ``trainstack.towers.tf1``."""
-from trainstack.towers.tf1 import auto_reuse_variable_scope
+"""tensorpack 0.11's ``tensorpack.tfutils.scope_utils``: its names from ``trainstack.tensorpack.tf1``."""
+from trainstack.tensorpack.tf1 import auto_reuse_variable_scope
 
 from .._replaced import unprovided
 

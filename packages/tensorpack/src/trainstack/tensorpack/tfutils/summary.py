@@ -1,9 +1,9 @@
 """tensorpack 0.11's ``tensorpack.tfutils.summary``.
 
-Its names come from ``trainstack.callbacks``, ``trainstack.towers.tf1``.
+Its names come from ``trainstack.callbacks``, ``trainstack.tensorpack.tf1``.
 """
 from trainstack.callbacks import add_moving_summary, add_tensor_summary
-from trainstack.towers.tf1 import add_param_summary
+from trainstack.tensorpack.tf1 import add_param_summary
 
 from .._replaced import unprovided
 

@@ -1,5 +1,5 @@
-"""tensorpack 0.11's ``tensorpack.tfutils.varreplace``: its names from ``trainstack.towers.tf1``."""
-from trainstack.towers.tf1 import custom_getter_scope, freeze_variables, remap_variables
+"""tensorpack 0.11's ``tensorpack.tfutils.varreplace``: its names from ``trainstack.tensorpack.tf1``."""
+from trainstack.tensorpack.tf1 import custom_getter_scope, freeze_variables, remap_variables
 
 from .._replaced import unprovided
 

@@ -1,13 +1,15 @@
 """tensorpack 0.11's ``tensorpack.train``.
 
-Its names come from ``trainstack.callbacks``, ``trainstack.distributed``, ``trainstack.loop``, ``trainstack.towers``.
+Its names come from ``trainstack.callbacks``, ``trainstack.loop``, ``trainstack.towers``; the model
+and trainer classes are ``trainstack.tensorpack.tf1``'s (the core's, with the TF1 room's overrides).
 """
 from trainstack.callbacks import DEFAULT_CALLBACKS, DEFAULT_MONITORS
-from trainstack.distributed import DistributedTrainerParameterServer, DistributedTrainerReplicated, HorovodTrainer
 from trainstack.loop import StopTraining, Trainer
-from trainstack.towers import (
+from trainstack.tensorpack.tf1 import (
     AsyncMultiGPUTrainer,
-    AutoResumeTrainConfig,
+    DistributedTrainerParameterServer,
+    DistributedTrainerReplicated,
+    HorovodTrainer,
     ModelDesc,
     ModelDescBase,
     NoOpTrainer,
@@ -18,9 +20,8 @@ from trainstack.towers import (
     SyncMultiGPUTrainerParameterServer,
     SyncMultiGPUTrainerReplicated,
     TowerTrainer,
-    TrainConfig,
-    launch_train_with_config,
 )
+from trainstack.towers import AutoResumeTrainConfig, TrainConfig, launch_train_with_config
 
 from .._replaced import unprovided
 

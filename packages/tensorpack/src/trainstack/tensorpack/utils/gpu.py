@@ -1,6 +1,6 @@
-"""tensorpack 0.11's ``tensorpack.utils.gpu``: its names from ``trainstack.towers.tf1``."""
-from trainstack.towers.tf1 import get_num_gpu
-from trainstack.towers.tf1 import get_num_gpu as get_nr_gpu
+"""tensorpack 0.11's ``tensorpack.utils.gpu``: its names from ``trainstack.tensorpack.tf1``."""
+from trainstack.tensorpack.tf1 import get_num_gpu
+from trainstack.tensorpack.tf1 import get_num_gpu as get_nr_gpu
 
 from .._replaced import unprovided
 

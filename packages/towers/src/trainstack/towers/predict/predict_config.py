@@ -91,7 +91,7 @@ class PredictConfig:
                 raise ValueError("PredictConfig: give either model=, or tower_func= (with input_signature= "
                                  "for a plain function), not both")
             self.input_signature = model.get_input_signature()
-            self.tower_func = TowerFunc(model.build_graph, self.input_signature)
+            self.tower_func = model.make_tower_func()
         elif isinstance(tower_func, TowerFunc):
             if input_signature is not None and tuple(input_signature) != tower_func.input_signature:
                 raise ValueError(f"PredictConfig: input_signature {list(input_signature)} differs from the "

@@ -14,11 +14,10 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from trainstack.inputs import FeedInput, InputSource, QueueInput
+from trainstack.inputs import InputSource, QueueInput
 
 from ..tower.eager import eager_execution
 from ..tower.model_desc import ModelDesc
-from ..trainers.simple import QueueInputTrainer, SimpleTrainer
 from ..trainers.trainer import SingleCostTrainer
 from .config import TrainConfig
 
@@ -31,11 +30,11 @@ def apply_default_prefetch(input_or_dataflow: Any, trainer: Any) -> InputSource:
     """Make an InputSource for ``trainer`` with tensorpack's prefetch rules.
 
     - An InputSource is used as it is.
-    - A dataflow becomes ``FeedInput(dataflow)`` for a plain :class:`SimpleTrainer` (as the
-      older interface did, see compat.py; unless it has ``steps_per_run`` above 1, which a
-      feed cannot serve) and ``QueueInput(dataflow)`` for every other trainer,
-      so that a background thread prepares the next batches while the step runs (of
-      ``trainer.input_queue`` elements for a QueueInputTrainer given one).
+    - A dataflow becomes what the trainer declares, ``trainer.default_input(dataflow)``:
+      ``FeedInput(dataflow)`` for a :class:`SimpleTrainer` and its subclasses (unless it has
+      ``steps_per_run`` above 1, which a feed cannot serve), ``QueueInput(dataflow)`` for the
+      other trainers, so that a background thread prepares the next batches while the step
+      runs (of ``trainer.input_queue`` elements for a QueueInputTrainer given one).
     - For a trainer with several devices (``trainer.devices``, the multi-GPU trainers), a
       QueueInput is wrapped in ``StagingInput``, which copies the next batch onto each device
       while the current step runs, unless ``trainer.gpu_prefetch`` is False (the older
@@ -43,13 +42,10 @@ def apply_default_prefetch(input_or_dataflow: Any, trainer: Any) -> InputSource:
     """
     if isinstance(input_or_dataflow, InputSource):
         source = input_or_dataflow
-    elif type(trainer) is SimpleTrainer and trainer.steps_per_run == 1:
-        source = FeedInput(input_or_dataflow)
     else:
-        logger.info("Automatically applying QueueInput on the dataflow.")
-        capacity = trainer.input_queue if isinstance(trainer, QueueInputTrainer) else None
-        source = (QueueInput(input_or_dataflow) if capacity is None
-                  else QueueInput(input_or_dataflow, capacity))
+        source = trainer.default_input(input_or_dataflow)
+        if isinstance(source, QueueInput):
+            logger.info("Automatically applying QueueInput on the dataflow.")
     devices = getattr(trainer, "devices", None)
     if (devices is not None and len(devices) > 1 and isinstance(source, QueueInput)
             and getattr(trainer, "gpu_prefetch", True)):

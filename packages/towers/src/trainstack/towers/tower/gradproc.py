@@ -11,11 +11,9 @@ optimizer inside (what hyperparameter setters change) and the processors run
 in the traced step, in order, before ``apply_gradients``. Variables are
 matched by :func:`~trainstack.towers.tower.tower.variable_name` (``dense/kernel``).
 
-An optimizer of TF1's API (``tf.compat.v1.train.AdamOptimizer``, ...) is accepted
-wherever a Keras optimizer is: :func:`check_optimizer` and :func:`unwrap_optimizer` ask
-the TF1 room (``extension.adapt_optimizer``) for the Keras optimizer that stands for it
-(TF1's update rule, checkpointed slots; see ``trainstack.towers.tf1.train_optimizers``),
-and the trainers use that one.
+An optimizer of TF1's API (``tf.compat.v1.train.AdamOptimizer``, ...) is refused by
+:func:`check_optimizer`, with the Keras optimizer to use; ``trainstack.tensorpack``'s ModelDesc
+and trainers turn it into a Keras optimizer running TF1's update rule.
 """
 from __future__ import annotations
 
@@ -29,7 +27,6 @@ import tensorflow as tf
 from trainstack.callbacks import add_moving_summary, add_tensor_summary
 from trainstack.loop.checks import check_number
 
-from . import extension
 from .tower import variable_name
 
 __all__ = ["GradientProcessor", "FilterNoneGrad", "GlobalNormClip", "MapGradient", "ScaleGradient",
@@ -247,29 +244,33 @@ def apply_grad_processors(opt: Any, processors: Sequence[GradientProcessor]) -> 
 
 
 def unwrap_optimizer(opt: Any) -> tuple[Any, list[GradientProcessor]]:
-    """``(keras_optimizer, processors)`` of an optimizer or a :class:`ProcessedOptimizer`; for a
-    TF1 optimizer (``tf.compat.v1.train.*``), the Keras optimizer that stands for it. Anything
-    else is returned as it is."""
+    """``(keras_optimizer, processors)`` of an optimizer or a :class:`ProcessedOptimizer`.
+    Anything else is returned as it is."""
     if isinstance(opt, ProcessedOptimizer):
         return opt.optimizer, list(opt.processors)
-    stand_in = extension.adapt_optimizer(opt) if isinstance(opt, tf.compat.v1.train.Optimizer) else None
-    return (opt if stand_in is None else stand_in), []
+    return opt, []
+
+
+#: the Keras optimizer for each TF1 optimizer class (named in check_optimizer's refusal)
+_KERAS_FOR_TF1 = {"GradientDescentOptimizer": "keras.optimizers.SGD", "MomentumOptimizer":
+                  "keras.optimizers.SGD(momentum=...)", "AdamOptimizer": "keras.optimizers.Adam",
+                  "RMSPropOptimizer": "keras.optimizers.RMSprop", "AdagradOptimizer": "keras.optimizers.Adagrad",
+                  "AdadeltaOptimizer": "keras.optimizers.Adadelta", "FtrlOptimizer": "keras.optimizers.Ftrl"}
 
 
 def check_optimizer(opt: Any, what: str) -> None:
-    """Raise a clear TypeError unless ``opt`` is a Keras optimizer, a ProcessedOptimizer, or a
-    TF1 optimizer the TF1 room stands in for (its stand-in is made here, the first time, under
-    the distribution strategy in scope: ``ModelDesc.get_optimizer`` runs in the trainer's)."""
+    """Raise a clear TypeError unless ``opt`` is a Keras optimizer or a ProcessedOptimizer. A TF1
+    optimizer (``tf.compat.v1.train.*``) is refused with the Keras optimizer to use instead, and
+    ``trainstack.tensorpack``, whose ModelDesc and trainers take it."""
     if isinstance(opt, ProcessedOptimizer) or _is_keras_optimizer(opt):
         return
     if isinstance(opt, tf.compat.v1.train.Optimizer):
-        try:
-            if extension.adapt_optimizer(opt) is not None:
-                return
-        except TypeError as e:
-            raise TypeError(f"{what}: {e}") from None
-    hint = (" (TF1's tf.compat.v1.train optimizers need the TF1 room, which importing "
-            "trainstack.towers registers; or use keras.optimizers.*)"
-            if isinstance(opt, tf.compat.v1.train.Optimizer) else "")
+        name = type(opt).__name__
+        keras_name = _KERAS_FOR_TF1.get(name, "the keras.optimizers class of the same rule")
+        raise TypeError(
+            f"{what} gave {name}, an optimizer of TF1's API (tf.compat.v1.train), which trainstack's core does "
+            f"not take: use {keras_name}, or the ModelDesc and trainers of trainstack.tensorpack (from "
+            "trainstack.tensorpack import ModelDesc, SimpleTrainer), which run it as a Keras optimizer "
+            "with TF1's update rule")
     raise TypeError(f"{what} must give a Keras optimizer (e.g. keras.optimizers.Adam(1e-3)), "
-                    f"possibly wrapped by apply_grad_processors; got {opt!r} ({type(opt).__name__}){hint}")
+                    f"possibly wrapped by apply_grad_processors; got {opt!r} ({type(opt).__name__})")

@@ -36,11 +36,28 @@ import tensorflow as tf
 
 from trainstack.inputs import InputSignatureError, normalize_signature
 
-__all__ = ["ModelDescBase", "ModelDesc"]
+from .tower import TowerFunc
+
+__all__ = ["ModelDescBase", "ModelDesc", "tower_func_of"]
 
 
 class ModelDescBase(abc.ABC):
-    """A model: ``inputs()`` (its input signature) and ``build_graph(*inputs)``."""
+    """A model: ``inputs()`` (its input signature) and ``build_graph(*inputs)``.
+
+    :attr:`tower_func_class` is the :class:`TowerFunc` class that builds the model's towers
+    in every trainer, predictor, InferenceRunner and export (through
+    :meth:`make_tower_func` and :func:`tower_func_of`): plain TensorFlow 2 here;
+    ``trainstack.tensorpack``'s ModelDesc names its own, which gives TF1 calls tensorpack's
+    meaning while the towers are traced.
+    """
+
+    #: the TowerFunc class that builds this model's towers (see the class docstring)
+    tower_func_class: type[TowerFunc] = TowerFunc
+
+    def make_tower_func(self) -> TowerFunc:
+        """The tower function of this model: ``build_graph`` with its input signature, as a
+        :attr:`tower_func_class`."""
+        return self.tower_func_class(self.build_graph, self.get_input_signature())
 
     @abc.abstractmethod
     def inputs(self) -> list[tf.TensorSpec]:
@@ -85,7 +102,7 @@ class ModelDescBase(abc.ABC):
         Variables the model creates that no declared object reaches are kept under
         ``model/untracked/<variable name>``.
         """
-        from .tower import _model_parts  # noqa: PLC0415 - tower imports nothing of ours
+        from .tower import _model_parts  # noqa: PLC0415
 
         return _model_parts(self)
 
@@ -97,7 +114,7 @@ class ModelDescBase(abc.ABC):
     def training(self) -> bool:
         """Whether the tower being built is a training tower (tensorpack's ``self.training``):
         ``get_current_tower_context().is_training``. Only inside ``build_graph``."""
-        from .tower import get_current_tower_context  # noqa: PLC0415 - tower imports nothing of ours
+        from .tower import get_current_tower_context  # noqa: PLC0415
 
         ctx = get_current_tower_context()
         if ctx is None:
@@ -134,3 +151,14 @@ class ModelDesc(ModelDescBase):
             check_optimizer(cached, f"{type(self).__name__}.optimizer()")
             self.__dict__["_optimizer_cache"] = cached
         return cached
+
+
+def tower_func_of(fn: Any, input_signature: Any, default: type[TowerFunc] = TowerFunc) -> TowerFunc:
+    """``fn`` as a TowerFunc: itself if it is one; the ``tower_func_class`` of the model it is
+    the ``build_graph`` of (``model.build_graph``); else a ``default`` (the trainer's
+    ``tower_func_class``)."""
+    if isinstance(fn, TowerFunc):
+        return fn
+    owner = getattr(fn, "__self__", None)
+    cls = owner.tower_func_class if isinstance(owner, ModelDescBase) else default
+    return cls(fn, input_signature)

@@ -44,6 +44,7 @@ Variables are named without the tower's name scope (``dense/kernel``, not
 """
 from __future__ import annotations
 
+import contextlib
 import functools
 import inspect
 import logging
@@ -51,14 +52,13 @@ import re
 import threading
 import types
 from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import AbstractContextManager as ContextManager
 from typing import Any
 
 import tensorflow as tf
 
 from trainstack.inputs import InputSignatureError, normalize_signature
 from trainstack.loop.checks import check_int
-
-from . import extension
 
 __all__ = ["TowerContext", "get_current_tower_context", "TowerFunc", "TowerHandle", "TowerHandles",
            "VariableReuseError", "variable_name"]
@@ -105,9 +105,8 @@ class TowerContext:
         #: the name scope the tower's ops live in (set on entry; "" when the name is empty)
         self.ns_name = ""
         self._scope: Any = None
-        #: set when the context is entered eagerly while a custom trainer builds its graph
-        #: tensorpack's way (see :mod:`trainstack.towers.tf1.recording`): the recording of this tower
-        self._recording: Any = None
+        #: what :meth:`_enter_eagerly` returned (exited with the context), or None
+        self._eager: Any = None
 
     @property
     def is_main_training_tower(self) -> bool:
@@ -119,9 +118,7 @@ class TowerContext:
             raise RuntimeError(f"cannot enter TowerContext({self.name!r}) inside TowerContext("
                                f"{current.name!r}): tower contexts do not nest")
         if tf.executing_eagerly():
-            # in a custom trainer's __init__ building its graph as in TF1, the TF1 room enters
-            # a scratch graph that records the tower (see trainstack.towers.tf1.recording)
-            self._recording = extension.eager_tower(self)
+            self._eager = self._enter_eagerly()
         if self.name:
             self._scope = tf.name_scope(self.name)
             self._scope.__enter__()
@@ -134,9 +131,23 @@ class TowerContext:
         if self._scope is not None:
             scope, self._scope = self._scope, None
             scope.__exit__(*exc)
-        if self._recording is not None:
-            recording, self._recording = self._recording, None
-            recording.__exit__(*exc)
+        if self._eager is not None:
+            entered, self._eager = self._eager, None
+            entered.__exit__(*exc)
+
+    def _build_tower(self, tower_func: TowerFunc, inputs: Sequence[Any]) -> Any:
+        """Hook: build the tower ``tower_func(*inputs)`` under this context (what calling a
+        TowerFunc does). The default builds it now (:meth:`TowerFunc.build`); a subclass whose
+        :meth:`_enter_eagerly` records towers instead hands it to its recorder."""
+        return tower_func.build(self, inputs)
+
+    def _enter_eagerly(self) -> ContextManager[Any] | None:
+        """Hook: called when the context is entered outside any traced function; returns an
+        entered context manager, exited with this context, or None. The default returns None:
+        the tower runs eagerly (TensorFlow 2). A subclass may build the tower elsewhere instead
+        (``trainstack.tensorpack``'s TowerContext records it while a custom trainer is
+        constructed, as tensorpack's trainers built their graph in ``__init__``)."""
+        return None
 
     def __repr__(self) -> str:
         return (f"TowerContext({self.name!r}, is_training={self.is_training}, index={self.index})")
@@ -382,9 +393,7 @@ class TowerFunc:
             raise InputSignatureError(
                 f"tower function {_fn_name(self.fn)} takes {len(self._signature)} inputs "
                 f"{[s.name for s in self._signature]}, got {len(inputs)}")
-        if ctx._recording is not None:
-            return ctx._recording.call_tower(self, ctx, inputs)
-        return self.build(ctx, inputs)
+        return ctx._build_tower(self, inputs)
 
     @property
     def first_tower(self) -> str | None:
@@ -394,18 +403,27 @@ class TowerFunc:
 
     def build(self, ctx: TowerContext, inputs: Sequence[Any]) -> Any:
         """Build one tower under ``ctx`` now: what calling the tower function does, without
-        the TF1 room's recording of a TowerContext entered eagerly (the recorder calls it)."""
+        what :meth:`TowerContext._build_tower` may do instead (a subclass's recorder calls it)."""
         if self._first_tower is None:
             self._first_tower = ctx.name
         handle = TowerHandle(ctx, inputs, self._signature)
         self._building_in_graph = not tf.executing_eagerly()
-        with tf.variable_creator_scope(self._creator), extension.tracing(self, ctx):
+        with tf.variable_creator_scope(self._creator), self._tracing(ctx):
             outputs = self.fn(*inputs)
         handle.outputs = outputs
         self.towers._add(handle)
         if ctx.name == self._first_tower:
             self._creation_open = False
         return outputs
+
+    def _tracing(self, ctx: TowerContext) -> ContextManager[Any]:
+        """Hook: entered around each build (trace) of a tower by this function, under ``ctx``.
+        The default enters nothing: the tower function runs as TensorFlow 2 code. A subclass
+        gives the function's TensorFlow calls another meaning for this thread while it builds
+        (``trainstack.tensorpack``'s TowerFunc: tensorpack's TF1 calls, restored on exit); a
+        :class:`ModelDescBase` says which TowerFunc class builds its towers
+        (:attr:`ModelDescBase.tower_func_class`)."""
+        return contextlib.nullcontext()
 
     def _creator(self, next_creator: Callable[..., Any], **kwargs: Any) -> Any:
         if self._building_in_graph and tf.executing_eagerly():

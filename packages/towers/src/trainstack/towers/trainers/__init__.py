@@ -1,8 +1,7 @@
 """The trainers: TowerTrainer, the single-tower trainers and the data-parallel ones.
 
-tensorpack's ``train/`` and ``graph_builder/`` (the multi-GPU builders). The older
-forms (``SimpleTrainer(config)``, ...) reach :mod:`trainstack.towers.legacy` through
-:mod:`~trainstack.towers.trainers.legacy_hook`, without importing it.
+tensorpack's ``train/`` and ``graph_builder/`` (the multi-GPU builders). The older forms
+(``SimpleTrainer(config)``, ...) are ``trainstack.tensorpack``'s trainers'; these refuse them.
 """
 from .async_ import AsyncMultiGPUTrainer
 from .multigpu import MultiGPUTrainerBase

@@ -19,7 +19,7 @@ from typing import Any
 
 import tensorflow as tf
 
-from .legacy_hook import is_legacy_config, legacy_api, reject_legacy_options
+from .construction import reject_options
 from .multigpu import MultiGPUTrainerBase
 from .placement import shared_variable_scope
 from .trainer import TowerResult
@@ -32,8 +32,8 @@ class AsyncMultiGPUTrainer(MultiGPUTrainerBase):
     module docstring.
 
     ``gpus``: a count, device indices or device names; ``scale_gradient``: scale
-    each tower's gradients by ``1/K``. The older form ``AsyncMultiGPUTrainer(config,
-    scale_gradient=True)`` also works (compat_multigpu.py).
+    each tower's gradients by ``1/K``. The older form ``(config, scale_gradient=True)`` is
+    ``trainstack.tensorpack``'s.
     """
 
     def __init__(self, gpus: Any, scale_gradient: bool = True, *, xla_compile: bool | None = None,
@@ -41,13 +41,7 @@ class AsyncMultiGPUTrainer(MultiGPUTrainerBase):
                  gradient_accumulation_steps: int | None = None,
                  mixed_precision: bool | None = None, skip_nonfinite_steps: bool | None = None,
                  **legacy: Any) -> None:
-        if is_legacy_config(gpus):
-            options = legacy_api(type(self).__name__).options(
-                type(self).__name__, "(config, scale_gradient=True)", legacy,
-                {"gpu_prefetch": True})
-            self.gpu_prefetch = bool(options["gpu_prefetch"])
-        else:
-            reject_legacy_options(type(self).__name__, legacy)
+        reject_options(type(self).__name__, legacy)
         if not isinstance(scale_gradient, bool):
             raise TypeError(f"AsyncMultiGPUTrainer(scale_gradient=...) must be a bool, got {scale_gradient!r}")
         self.scale_gradient = scale_gradient

@@ -49,7 +49,7 @@ from typing import Any
 import tensorflow as tf
 
 from ..session.devices import check_devices, resolve_devices
-from .legacy_hook import is_legacy_config, legacy_api
+from .construction import is_train_config, refuse_config
 from .trainer import SingleCostTrainer
 
 __all__ = ["MultiGPUTrainerBase"]
@@ -62,8 +62,8 @@ class MultiGPUTrainerBase(SingleCostTrainer):
 
     ``trainer.devices``: the device names, one per tower. Subclasses decide
     where the variables live (:meth:`_variable_scope`) and how the towers'
-    gradients are applied (``_apply_towers``). Passing a TrainConfig instead of
-    ``gpus`` is the older API (see :mod:`trainstack.towers.legacy.compat_multigpu`).
+    gradients are applied (``_apply_towers``). A TrainConfig instead of ``gpus`` (tensorpack 003's
+    form) is refused: ``trainstack.tensorpack``'s trainers keep it.
     """
 
     #: whether ``launch_train_with_config`` copies each tower's next batch onto its device
@@ -79,12 +79,11 @@ class MultiGPUTrainerBase(SingleCostTrainer):
             raise TypeError("MultiGPUTrainerBase is the base class of the multi-GPU trainers; use "
                             "SyncMultiGPUTrainerReplicated, SyncMultiGPUTrainerParameterServer or "
                             "AsyncMultiGPUTrainer")
-        config = None
-        if is_legacy_config(gpus):
-            config, gpus = gpus, legacy_api(f"{name}(config)").devices(gpus)
+        if is_train_config(gpus):
+            refuse_config(self, gpus)
         #: the device of each training tower (tower ``k`` on ``devices[k]``)
         self.devices: list[str] = resolve_devices(gpus, name)
-        super().__init__(config, xla_compile=xla_compile, steps_per_run=steps_per_run,
+        super().__init__(xla_compile=xla_compile, steps_per_run=steps_per_run,
                          gradient_accumulation_steps=gradient_accumulation_steps,
                          mixed_precision=mixed_precision, skip_nonfinite_steps=skip_nonfinite_steps)
         self._check_xla()
@@ -152,14 +151,4 @@ class MultiGPUTrainerBase(SingleCostTrainer):
                 "tf.function(jit_compile=True) compiles the whole step for a single device, which "
                 "would put every tower on one device. Use RuntimeConfig(xla=True).apply() "
                 "(XLA auto-clustering inside each device's ops) instead")
-
-    # -- the older API --------------------------------------------------------------------------------
-    @staticmethod
-    def build_on_multi_tower(towers: Sequence[int], func: Callable[[], Any],
-                             devices: Sequence[Any] | None = None, var_strategy: str = "shared",
-                             vs_names: Sequence[str] | None = None) -> list[Any]:
-        """The older helper: call ``func`` once per tower, under its TowerContext and device;
-        see :func:`trainstack.towers.legacy.compat_multigpu.build_on_multi_tower`."""
-        return legacy_api("MultiGPUTrainerBase.build_on_multi_tower(...)").build_on_multi_tower(
-            towers, func, devices, var_strategy, vs_names)
 

@@ -25,7 +25,7 @@ from typing import Any
 
 import tensorflow as tf
 
-from .legacy_hook import is_legacy_config, legacy_api, reject_legacy_options
+from .construction import reject_options
 from .multigpu import MultiGPUTrainerBase
 from .placement import shared_variable_scope
 from .trainer import TowerResult
@@ -73,8 +73,8 @@ class SyncMultiGPUTrainerParameterServer(MultiGPUTrainerBase):
     docstring.
 
     ``gpus``: a count, device indices or device names; ``ps_device``: ``'cpu'``,
-    ``'gpu'`` or None. The older form ``SyncMultiGPUTrainerParameterServer(config,
-    ps_device='gpu', gpu_prefetch=True)`` also works (compat_multigpu.py).
+    ``'gpu'`` or None. The older form ``(config, ps_device='gpu', gpu_prefetch=True)`` is
+    ``trainstack.tensorpack``'s.
     """
 
     def __init__(self, gpus: Any, ps_device: str | None = None, *, xla_compile: bool | None = None,
@@ -82,14 +82,7 @@ class SyncMultiGPUTrainerParameterServer(MultiGPUTrainerBase):
                  gradient_accumulation_steps: int | None = None,
                  mixed_precision: bool | None = None, skip_nonfinite_steps: bool | None = None,
                  **legacy: Any) -> None:
-        if is_legacy_config(gpus):
-            options = legacy_api(type(self).__name__).options(
-                type(self).__name__, "(config, ps_device='gpu', gpu_prefetch=True)",
-                legacy, {"gpu_prefetch": True})
-            self.gpu_prefetch = bool(options["gpu_prefetch"])
-            ps_device = "gpu" if ps_device is None else ps_device
-        else:
-            reject_legacy_options(type(self).__name__, legacy)
+        reject_options(type(self).__name__, legacy)
         if ps_device is not None and ps_device not in PS_DEVICES:
             raise ValueError(f"{type(self).__name__}(ps_device=...) must be 'cpu', 'gpu' or None, "
                              f"got {ps_device!r}")
@@ -114,9 +107,8 @@ def SyncMultiGPUTrainer(gpus: Any, *args: Any, **kwargs: Any) -> MultiGPUTrainer
     """A synchronous data-parallel trainer when the details do not matter.
 
     ``SyncMultiGPUTrainer(gpus)`` is ``SyncMultiGPUTrainerParameterServer(gpus, ps_device='cpu')``
-    (tensorpack's current default); the older ``SyncMultiGPUTrainer(config)`` is
-    ``SyncMultiGPUTrainerParameterServer(config, ps_device='gpu')``, as it was then.
+    (tensorpack's current default).
     """
     if "ps_device" not in kwargs and not args:
-        kwargs["ps_device"] = "gpu" if is_legacy_config(gpus) else "cpu"
+        kwargs["ps_device"] = "cpu"
     return SyncMultiGPUTrainerParameterServer(gpus, *args, **kwargs)

@@ -53,7 +53,7 @@ from trainstack.loop import Callback
 from ..session.devices import all_gpus
 from ..tower.gradproc import check_optimizer
 from ..tower.tower import _frozen_ids
-from .legacy_hook import is_legacy_config, legacy_api, reject_legacy_options
+from .construction import reject_options
 from .multigpu import MultiGPUTrainerBase
 from .trainer import TowerResult
 
@@ -72,8 +72,7 @@ class SyncMultiGPUTrainerReplicated(MultiGPUTrainerBase):
 
     ``gpus``: a count, device indices or device names; ``average``: average the
     towers' gradients (True) or sum them; ``mode``: the all-reduce (above).
-    The older form ``SyncMultiGPUTrainerReplicated(config, gpu_prefetch=True)``
-    also works (compat_multigpu.py).
+    The older form ``(config, gpu_prefetch=True)`` is ``trainstack.tensorpack``'s.
     """
 
     #: copy the first device's non-trainable variables to the other devices before training
@@ -85,14 +84,7 @@ class SyncMultiGPUTrainerReplicated(MultiGPUTrainerBase):
                  gradient_accumulation_steps: int | None = None,
                  mixed_precision: bool | None = None, skip_nonfinite_steps: bool | None = None,
                  **legacy: Any) -> None:
-        if is_legacy_config(gpus):
-            # the older form (config, gpu_prefetch=True): its second argument is gpu_prefetch
-            options = legacy_api(type(self).__name__).options(
-                type(self).__name__, "(config, gpu_prefetch=True)", legacy,
-                {"gpu_prefetch": average}, mode=mode)
-            self.gpu_prefetch, average = bool(options["gpu_prefetch"]), True
-        else:
-            reject_legacy_options(type(self).__name__, legacy)
+        reject_options(type(self).__name__, legacy)
         if not isinstance(average, bool):
             raise TypeError(f"SyncMultiGPUTrainerReplicated(average=...) must be a bool, got {average!r}")
         if mode is not None and (not isinstance(mode, str) or mode.lower() not in MODES):
@@ -154,8 +146,8 @@ class SyncMultiGPUTrainerReplicated(MultiGPUTrainerBase):
 
         def get_opt_in_scope() -> Any:
             with self.strategy.scope():
-                opt = get_opt_fn()
-                check_optimizer(opt, "get_opt_fn()")  # a TF1 optimizer's Keras stand-in is made here
+                opt = self._adapt_optimizer(get_opt_fn())  # made in the strategy's scope
+                check_optimizer(opt, "get_opt_fn()")
                 return opt
 
         return get_opt_in_scope

@@ -23,6 +23,11 @@ class SimpleTrainer(SingleCostTrainer):
             return input
         return FeedInput(input) if self.steps_per_run == 1 else QueueInput(input)
 
+    def default_input(self, dataflow: Any) -> InputSource:
+        """A dataflow given to ``launch_train_with_config`` is fed (``FeedInput``), as tensorpack's
+        SimpleTrainer did; queued with ``steps_per_run`` above 1 (a feed is one batch per call)."""
+        return self._as_input_source(dataflow)
+
 
 class QueueInputTrainer(SimpleTrainer):
     """A SimpleTrainer whose dataflow goes through a :class:`QueueInput` (a FeedInput's too).
@@ -48,6 +53,10 @@ class QueueInputTrainer(SimpleTrainer):
             return input
         return QueueInput(input) if self.input_queue is None else QueueInput(input, self.input_queue)
 
+    def default_input(self, dataflow: Any) -> InputSource:
+        """A queue of ``input_queue`` elements (QueueInput's default capacity for None)."""
+        return self._as_input_source(dataflow)
+
 
 class NoOpTrainer(SimpleTrainer):
     """Builds the model and runs a step that computes the cost but updates nothing.
@@ -58,3 +67,7 @@ class NoOpTrainer(SimpleTrainer):
     """
 
     _trains = False
+
+    def default_input(self, dataflow: Any) -> InputSource:
+        """A dataflow given to ``launch_train_with_config`` goes through a ``QueueInput``."""
+        return QueueInput(dataflow)

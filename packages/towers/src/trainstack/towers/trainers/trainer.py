@@ -34,6 +34,7 @@ import contextlib
 import functools
 import logging
 from collections.abc import Callable, Mapping, Sequence
+from contextlib import AbstractContextManager as ContextManager
 from typing import Any, NamedTuple
 
 import keras
@@ -44,21 +45,20 @@ from trainstack.callbacks import (
     DEFAULT_MONITORS,
     SummaryCollection,
     default_summary_collection,
-    summary_collection_chosen,
     summary_collection_scope,
 )
 from trainstack.callbacks.checkpoint_layout import SAVER_KEYS
-from trainstack.inputs import InputSource, normalize_signature
+from trainstack.inputs import InputSource, QueueInput, normalize_signature
 from trainstack.loop import Callback, MonitorBase, Trainer, check_int
 
 from ..predict.predictor import OnlinePredictor, predict_device
-from ..tower import extension
 from ..tower.eager import runs_eagerly
 from ..tower.gradproc import FilterNoneGrad, GradientProcessor, ProcessedOptimizer, check_optimizer, unwrap_optimizer
+from ..tower.model_desc import tower_func_of
 from ..tower.rng import rng_checkpoint
 from ..tower.step import TracedStep
 from ..tower.tower import TowerContext, TowerFunc, TowerHandle, _frozen_ids
-from .legacy_hook import legacy_api
+from .construction import Constructed, own_collection, own_summaries, refuse_config
 from .nonfinite import NonFiniteCheck, apply_if_finite
 from .tower_summaries import TowerSummaries
 
@@ -67,44 +67,33 @@ __all__ = ["TowerTrainer", "SingleCostTrainer", "TowerResult"]
 logger = logging.getLogger("trainstack.towers")
 
 
-class TowerTrainer(Trainer):
+class TowerTrainer(Trainer, metaclass=Constructed):
     """A trainer whose model is a :class:`TowerFunc` (``trainer.tower_func``).
 
-    ``TowerTrainer(config)`` is the older API (a TrainConfig given to the
-    trainer, then ``trainer.train()``); see :mod:`trainstack.towers.legacy.compat`, which
-    :mod:`~trainstack.towers.trainers.legacy_hook` hands it to.
+    Its hooks (template methods with plain TensorFlow 2 defaults; ``trainstack.tensorpack``'s
+    trainers override them for tensorpack's TF1 scripts):
+
+    - :meth:`_constructing`: entered around the whole construction ``Trainer(...)`` (its
+      metaclass :class:`Constructed` does it): the trainer's summary collection records there;
+    - :meth:`_outside_tower`: entered around model code the trainer calls outside a tower (the
+      optimizer function);
+    - :meth:`_adapt_optimizer`: what the trainer makes of the optimizer the model gives;
+    - ``tower_func_class``: the TowerFunc class for a plain function given as the tower function
+      (a model's ``build_graph`` gets its model's, :attr:`ModelDescBase.tower_func_class`);
+    - ``implicit_callbacks()`` (the loop's hook) and :meth:`default_input`.
+
+    A TrainConfig as first argument (tensorpack 003's ``SimpleTrainer(config)``) is a TypeError:
+    use ``launch_train_with_config(config, SimpleTrainer())``, or ``trainstack.tensorpack``'s
+    trainers, which keep the older forms.
     """
 
     stop_exceptions = (tf.errors.OutOfRangeError,)
 
-    #: Whether a subclass's ``__init__`` may build its graph as tensorpack's custom trainers do
-    #: (a TowerContext entered outside a traced function, ``opt.minimize(...)``): then its
-    #: ``__init__`` runs inside the TF1 room's recording (``tf1.recording``), which traces the
-    #: steps it built when it returns. The trainers that build their step in ``setup_graph``
-    #: (:class:`SingleCostTrainer` and its subclasses) set it to False and pay nothing for it.
-    records_graph_build: bool = True
-
-    def __init_subclass__(cls, **kwargs: Any) -> None:
-        # A subclass's __init__ runs with the trainer's summary collection recording (unless a
-        # scope chose another): the summaries of the steps it builds reach the trainer's callbacks
-        # without a scope of its own; with records_graph_build, also inside the TF1 room's recording.
-        super().__init_subclass__(**kwargs)
-        init = cls.__dict__.get("__init__")
-        if init is None or getattr(init, "_records_summaries", False):
-            return
-        records = cls.records_graph_build
-
-        @functools.wraps(init)
-        def __init__(self: Any, *args: Any, **kw: Any) -> None:
-            with _own_summaries(self), extension.constructing(self) if records else contextlib.nullcontext():
-                init(self, *args, **kw)
-
-        __init__._records_summaries = True  # type: ignore[attr-defined]
-        if records:
-            __init__._records_graph_build = True  # type: ignore[attr-defined]
-        cls.__init__ = __init__  # type: ignore[method-assign]
+    #: the TowerFunc class made for a plain function given as the tower function
+    tower_func_class: type[TowerFunc] = TowerFunc
 
     def __init__(self, config: Any = None) -> None:
+        refuse_config(self, config)
         super().__init__()
         self._tower_func: TowerFunc | None = None
         self._input: InputSource | None = None
@@ -114,14 +103,36 @@ class TowerTrainer(Trainer):
         self._rng: Any = None  # see checkpoint_objects: the model's SeedGenerator states, or False
         #: what declare_checkpoint_objects declared (kept if a subclass declared before this ran)
         self._declared_objects: dict[str, Any] = self.__dict__.get("_declared_objects", {})
-        #: where the step records its summaries (MovingAverageSummary reads it); made before a
-        #: subclass's __init__ runs, which records into it (see __init_subclass__)
-        self.summary_collection: SummaryCollection = _own_collection(self)
+        #: where the step records its summaries (MovingAverageSummary reads it); made before
+        #: __init__ runs (see _constructing), which records into it
+        self.summary_collection: SummaryCollection = own_collection(self)
         self._predictors: dict[tuple, OnlinePredictor] = {}
-        self._legacy_config_bound = False
-        if config is not None:
-            legacy_api(f"{type(self).__name__}(config)").bind(self, config)
-            self._legacy_config_bound = True
+
+    # -- hooks -----------------------------------------------------------------------------------
+    def _constructing(self) -> ContextManager[Any]:
+        """Hook: entered around the trainer's whole construction (``__init__``, its subclasses'
+        included). The default records summaries into the trainer's collection (unless a scope
+        chose another), so that the steps a custom trainer builds in ``__init__`` report to its
+        callbacks. An override enters ``super()._constructing()`` too."""
+        return own_summaries(self)
+
+    def _outside_tower(self) -> ContextManager[Any]:
+        """Hook: entered around model code the trainer calls outside any tower (the optimizer
+        function of ``setup_graph``). The default enters nothing."""
+        return contextlib.nullcontext()
+
+    def _adapt_optimizer(self, optimizer: Any) -> Any:
+        """Hook: the optimizer the trainer uses for ``optimizer``, what the model gave. The
+        default returns it unchanged (a Keras optimizer, possibly wrapped by
+        ``apply_grad_processors``, is checked afterwards; a TF1 ``tf.compat.v1.train`` optimizer
+        is refused there with the Keras optimizer to use)."""
+        return optimizer
+
+    def default_input(self, dataflow: Any) -> InputSource:
+        """Hook: the InputSource ``launch_train_with_config`` makes for a dataflow given to this
+        trainer (before any StagingInput): a ``QueueInput``, whose thread prepares the next
+        batches while the step runs. :class:`SimpleTrainer` feeds instead."""
+        return QueueInput(dataflow)
 
     # -- the model -------------------------------------------------------------------------------
     @property
@@ -187,7 +198,7 @@ class TowerTrainer(Trainer):
         ``optimizer`` (``optimizer_1``, ... after the first); the TF1 room's recording of a custom
         trainer's ``minimize`` calls registers theirs. To choose the key, use
         :meth:`declare_checkpoint_objects`."""
-        optimizer = unwrap_optimizer(optimizer)[0]
+        optimizer = unwrap_optimizer(self._adapt_optimizer(optimizer))[0]
         if optimizer is not self._optimizer and all(o is not optimizer for o in self._optimizers):
             self._optimizers.append(optimizer)
 
@@ -215,7 +226,7 @@ class TowerTrainer(Trainer):
                 raise ValueError(f"{who}: key {key!r} is reserved ('model' and 'rng' are the model's, declared "
                                  "by its owner: ModelDesc.checkpoint_objects() or TowerFunc(owner=...); "
                                  f"{sorted(SAVER_KEYS)} are the savers'); choose another")
-            obj = unwrap_optimizer(obj)[0]  # the Keras optimizer (of a wrapper, or for a TF1 one)
+            obj = unwrap_optimizer(self._adapt_optimizer(obj))[0]  # the Keras optimizer (of a wrapper)
             if not isinstance(obj, tf.__internal__.tracking.Trackable):
                 raise TypeError(f"{who}: {key}={obj!r:.80} is {type(obj).__name__}, which a checkpoint "
                                 "cannot hold; expected a Keras optimizer, a tf.Variable or a tf.Module")
@@ -366,11 +377,8 @@ class TowerTrainer(Trainer):
 
     @runs_eagerly
     def train(self, *args: Any, **kwargs: Any) -> None:
-        """The loop's ``train(callbacks, monitors, steps_per_epoch, ...)``; with no arguments,
-        trains with the TrainConfig given to the constructor (the older API)."""
+        """The loop's ``train(callbacks, monitors, steps_per_epoch, ...)``."""
         if not args and not kwargs:
-            if self._legacy_config_bound:
-                return legacy_api(f"{type(self).__name__}.train()").train(self)
             raise TypeError(f"{type(self).__name__}.train() needs callbacks, monitors and steps_per_epoch; "
                             "or use train_with_defaults(...) or launch_train_with_config(config, trainer)")
         return super().train(*args, **kwargs)
@@ -380,10 +388,6 @@ class TowerTrainer(Trainer):
 
     def default_monitors(self) -> list[MonitorBase]:
         return DEFAULT_MONITORS()
-
-    def implicit_callbacks(self) -> list[Callback]:
-        """What the TF1 room keeps in step with the loop for this trainer (see tower/extension.py)."""
-        return extension.implicit_callbacks(self)
 
     @property
     def num_towers(self) -> int:
@@ -452,8 +456,6 @@ class SingleCostTrainer(TowerTrainer):
     ``setup_graph`` to ``"loss"`` to record only the loss (a NaN gradient under a finite loss
     is then reported at the next step, by the loss) or to False to record nothing.
     """
-
-    records_graph_build = False  # the step is built by setup_graph
 
     #: compile the towers and the update with XLA (``tf.function(jit_compile=True)``)
     xla_compile: bool = False
@@ -527,18 +529,13 @@ class SingleCostTrainer(TowerTrainer):
                              f"{self.record_nonfinite!r}")
         signature = self.setup_input(input_signature, self._as_input_source(input),
                                      self.num_towers * self.gradient_accumulation_steps)
-        if isinstance(get_cost_fn, TowerFunc):
-            if tuple(get_cost_fn.input_signature) != signature:
-                raise ValueError(f"the TowerFunc's input signature {list(get_cost_fn.input_signature)} "
-                                 f"differs from input_signature {list(signature)}")
-            self.tower_func = get_cost_fn
-        else:
-            self.tower_func = TowerFunc(get_cost_fn, signature)
+        if isinstance(get_cost_fn, TowerFunc) and tuple(get_cost_fn.input_signature) != signature:
+            raise ValueError(f"the TowerFunc's input signature {list(get_cost_fn.input_signature)} "
+                             f"differs from input_signature {list(signature)}")
+        self.tower_func = tower_func_of(get_cost_fn, signature, self.tower_func_class)
         if get_opt_fn is not None:
-            # optimizer() is TF1 code as much as build_graph (tensorpack's tf.summary.scalar('lr',
-            # lr) there): the TF1 room sees it as part of building the trainer
-            with extension.constructing(self):
-                opt = get_opt_fn()
+            with self._outside_tower():
+                opt = self._adapt_optimizer(get_opt_fn())
             check_optimizer(opt, "get_opt_fn()")
             self._optimizer, self._grad_processors = unwrap_optimizer(opt)
             if self.mixed_precision:
@@ -632,11 +629,16 @@ class SingleCostTrainer(TowerTrainer):
         if steps is not None:
             def body(i: tf.Tensor, inputs: list[list[tf.Tensor]]) -> tuple[tf.Tensor, list[list[tf.Tensor]]]:
                 self._compute_step(inputs, ())
-                extension.in_graph_step_done()
+                self._in_graph_step_done()
                 return i + 1, self._get_tower_inputs(feeds)
 
             _, inputs = tf.while_loop(lambda i, _: i < steps - 1, body, [tf.constant(0), inputs])
         return self._compute_step(inputs, fetch_names)
+
+    def _in_graph_step_done(self) -> None:
+        """Hook: called while a call of several steps (``steps_per_run > 1``) is traced, after
+        each step of its graph loop but the last (the loop's callbacks follow that one): a
+        subclass adds graph ops that advance its own per-step state. The default adds none."""
 
     def _compute_step(self, tower_inputs: list[list[tf.Tensor]],
                       fetch_names: tuple[str, ...]) -> tuple[Any, dict[str, Any]]:
@@ -758,21 +760,6 @@ class SingleCostTrainer(TowerTrainer):
 
 #: where summaries go when nothing chose a collection (see TowerTrainer.run)
 _DEFAULT_SUMMARIES = default_summary_collection()
-
-
-def _own_collection(trainer: TowerTrainer) -> SummaryCollection:
-    """The trainer's summary collection, made on first use."""
-    collection = trainer.__dict__.get("summary_collection")
-    if collection is None:
-        collection = trainer.__dict__["summary_collection"] = SummaryCollection(type(trainer).__name__)
-    return collection
-
-
-def _own_summaries(trainer: TowerTrainer) -> Any:
-    """The trainer's collection recording, unless a scope already chose one."""
-    if summary_collection_chosen():
-        return contextlib.nullcontext()
-    return summary_collection_scope(_own_collection(trainer))
 
 
 #: the trainer's attributes the optimizers' fallback does not scan (they are declared, or bookkeeping)

@@ -9,7 +9,7 @@ them), and the trainers (mixed precision, strategies, ``skip_nonfinite_steps``) 
 Keras optimizer. So :func:`keras_optimizer_for` gives, for each TF1 optimizer, one Keras
 optimizer that stands for it (the same object every time it is asked about the same TF1
 optimizer): the core meets it where it first sees an optimizer
-(``check_optimizer``/``unwrap_optimizer``, through ``TF1World.adapt_optimizer``), and from
+(the tensorpack layer's ModelDesc and trainers, through :func:`adapt_optimizer`), and from
 there on trains, checkpoints and schedules the stand-in like any Keras optimizer.
 
 The stand-in applies TF1's rule, not Keras' look-alike: its ``update_step`` runs the very
@@ -62,7 +62,7 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-__all__ = ["keras_optimizer_for", "TF1Optimizer", "TF1Adam", "TF1Momentum", "TF1GradientDescent",
+__all__ = ["keras_optimizer_for", "adapt_optimizer", "apply_grad_processors", "TF1Optimizer", "TF1Adam", "TF1Momentum", "TF1GradientDescent",
            "TF1RMSProp", "SUPPORTED"]
 
 
@@ -381,3 +381,23 @@ def keras_optimizer_for(opt: Any) -> TF1Optimizer | None:
                 f"{', '.join(SUPPORTED)} (TF1's rules, checkpointed); use {keras_name} instead")
         stand_in = _stand_ins[opt] = make(opt)
     return stand_in
+
+
+def adapt_optimizer(opt: Any) -> Any:
+    """``opt`` as the core takes it: a TF1 optimizer's Keras stand-in (:func:`keras_optimizer_for`),
+    also inside ``apply_grad_processors``; anything else unchanged."""
+    from trainstack.towers import ProcessedOptimizer  # noqa: PLC0415
+
+    if isinstance(opt, ProcessedOptimizer):
+        inner = keras_optimizer_for(opt.optimizer)
+        return opt if inner is None else ProcessedOptimizer(inner, opt.processors)
+    stand_in = keras_optimizer_for(opt)
+    return opt if stand_in is None else stand_in
+
+
+def apply_grad_processors(opt: Any, processors: Any) -> Any:
+    """tensorpack's ``apply_grad_processors``: the core's, also for a TF1 optimizer (its Keras
+    stand-in is wrapped)."""
+    from trainstack.towers import apply_grad_processors as core_apply  # noqa: PLC0415
+
+    return core_apply(adapt_optimizer(opt), processors)

@@ -85,11 +85,12 @@ from tensorflow.python.eager import context as _eager_context
 from tensorflow.python.framework import func_graph as _func_graph
 
 from trainstack.callbacks import SummaryCollection, summary_collection_scope
+from trainstack.towers.tower.gradproc import check_optimizer, unwrap_optimizer
+from trainstack.towers.tower.step import TracedStep
+from trainstack.towers.tower.tower import TowerContext, TowerFunc, variable_name
 
-from ..tower.gradproc import check_optimizer, unwrap_optimizer
-from ..tower.step import TracedStep
-from ..tower.tower import TowerContext, TowerFunc, variable_name
 from .switch import Patch
+from .train_optimizers import adapt_optimizer
 
 __all__ = ["minimize", "GraphOp", "GraphBuildError", "RecordedValue", "PATCHES"]
 
@@ -572,6 +573,7 @@ def minimize(optimizer: Any, loss: Any, var_list: Sequence[Any] | None = None, n
     unknown = sorted(set(tf1_options) - set(_TF1_SCHEDULING))
     if unknown:
         raise TypeError(f"minimize() got unexpected keyword argument(s) {unknown}")
+    optimizer = adapt_optimizer(optimizer)
     check_optimizer(optimizer, "minimize(optimizer, ...)")
     keras_optimizer, processors = unwrap_optimizer(optimizer)
     if not tf.executing_eagerly() or (tape is not None):

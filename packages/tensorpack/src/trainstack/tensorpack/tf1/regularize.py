@@ -17,7 +17,8 @@ from typing import Any
 
 import tensorflow as tf
 
-from ..tower.tower import TowerFunc
+from trainstack.towers.tower.tower import TowerFunc
+
 from .switch import current
 from .trainable import trainable_of, variable_name
 

@@ -29,7 +29,8 @@ from typing import Any
 import keras
 import tensorflow as tf
 
-from ..tower.gradproc import ProcessedOptimizer
+from trainstack.towers.tower.gradproc import ProcessedOptimizer
+
 from .recording import control_dependencies, minimize
 from .switch import Frame, Patch, TF1CallError
 

@@ -28,10 +28,11 @@ from typing import Any
 
 import tensorflow as tf
 
-from ...run.config import TrainConfig
-from ...session.devices import resolve_devices
-from ...tower.tower import TowerContext
-from ...trainers.legacy_hook import reject_legacy_options
+from trainstack.towers.run.config import TrainConfig
+from trainstack.towers.session.devices import resolve_devices
+from trainstack.towers.tower.tower import TowerContext
+from trainstack.towers.trainers.construction import reject_options as reject_legacy_options
+
 from .compat import warn_deprecated
 
 __all__ = ["legacy_devices", "legacy_options", "build_on_multi_tower"]

@@ -5,7 +5,7 @@ from typing import Any
 
 import keras
 
-from ..tower.tower import TowerFunc, variable_name
+from trainstack.towers.tower.tower import TowerFunc, variable_name
 
 __all__ = ["trainable_of", "variables_of", "keras_paths", "variable_name"]
 

@@ -4,7 +4,9 @@ Each module is one TF1 concept (see README.md for the table of concepts,
 modules and the tests that prove them):
 
 - switch.py     the only code that replaces anything in TensorFlow or Keras
-- room.py       ``emulation()``, the switch with every patch; what the core calls
+- room.py       ``emulation()``, the switch with every patch
+- tower.py, model_desc.py, trainers.py  the core's classes overriding its hooks with the room
+- feedfree.py   tensorpack 003's feedfree trainers
 - variables.py  ``tf.compat.v1.get_variable``
 - summaries.py  ``tf.summary.*``, ``tf.compat.v1.summary.*``, ``add_param_summary``
 - summary_ops.py what a TF1 summary becomes in a tower: a tensor computed when written
@@ -19,9 +21,12 @@ modules and the tests that prove them):
 - legacy/       the older trainer API (tensorpack's 003 documents)
 - layers/       tensorpack's layer functions (``Conv2D``, ``BatchNorm``, ``argscope``, ``LinearWrap``, ...)
 
-Code outside the room reaches it only through this module's names.
+Code outside the room reaches it only through this module's names. Nothing here is
+engaged at import: only these classes' hooks enter the room, in the thread that traces.
 """
 from .aliases import DataParallelBuilder, KerasPhaseCallback, get_num_gpu, tfv1
+from .distributed_trainers import DistributedTrainerParameterServer, DistributedTrainerReplicated, HorovodTrainer
+from .feedfree import FeedfreeTrainerBase, SimpleFeedfreeTrainer, SingleCostFeedfreeTrainer
 from .layers import (
                      AvgPooling,
                      BatchNorm,
@@ -52,17 +57,38 @@ from .layers import (
                      layer_register,
                      remap_variables,
 )
-from .legacy import FeedfreeTrainerBase, SimpleFeedfreeTrainer, SingleCostFeedfreeTrainer, legacy_get_predictor
+from .legacy import legacy_get_predictor
+from .model_desc import ModelDesc, ModelDescBase
 from .recording import GraphBuildError, GraphOp, minimize
 from .regularize import l1_regularizer, l2_regularizer, regularize_cost
-from .room import emulation, register
+from .room import emulation
 from .step_counter import get_global_step_var
 from .summaries import add_param_summary
 from .switch import TF1CallError
+from .tower import TowerContext, TowerFunc
+from .train_optimizers import apply_grad_processors
+from .trainers import (
+                     AsyncMultiGPUTrainer,
+                     MultiGPUTrainerBase,
+                     NoOpTrainer,
+                     QueueInputTrainer,
+                     SimpleTrainer,
+                     SingleCostTrainer,
+                     SyncMultiGPUTrainer,
+                     SyncMultiGPUTrainerParameterServer,
+                     SyncMultiGPUTrainerReplicated,
+                     TF1Trainer,
+                     TowerTrainer,
+)
 from .variable_scopes import auto_reuse_variable_scope, under_variable_scope
 
 __all__ = [
-    "emulation", "register", "TF1CallError", "minimize", "GraphOp", "GraphBuildError",
+    "emulation", "TF1CallError",
+    # the core's classes with the room's overrides of their hooks
+    "TowerContext", "TowerFunc", "ModelDescBase", "ModelDesc", "TF1Trainer", "TowerTrainer", "SingleCostTrainer",
+    "SimpleTrainer", "QueueInputTrainer", "NoOpTrainer", "MultiGPUTrainerBase", "SyncMultiGPUTrainerReplicated",
+    "SyncMultiGPUTrainerParameterServer", "SyncMultiGPUTrainer", "AsyncMultiGPUTrainer", "apply_grad_processors",
+    "HorovodTrainer", "DistributedTrainerReplicated", "DistributedTrainerParameterServer", "minimize", "GraphOp", "GraphBuildError",
     "add_param_summary", "regularize_cost", "l2_regularizer", "l1_regularizer", "get_global_step_var",
     "tfv1", "get_num_gpu", "KerasPhaseCallback", "DataParallelBuilder",
     "auto_reuse_variable_scope", "under_variable_scope",

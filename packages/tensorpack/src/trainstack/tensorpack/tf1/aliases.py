@@ -22,9 +22,9 @@ from typing import Any
 import tensorflow as tf
 
 from trainstack.loop import Callback
+from trainstack.towers.session.devices import check_devices, resolve_devices
+from trainstack.towers.tower.tower import TowerContext
 
-from ..session.devices import check_devices, resolve_devices
-from ..tower.tower import TowerContext
 from .switch import Frame, Patch, TF1CallError
 
 __all__ = ["tfv1", "get_num_gpu", "KerasPhaseCallback", "DataParallelBuilder", "PATCHES"]

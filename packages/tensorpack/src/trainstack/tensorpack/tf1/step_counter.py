@@ -12,8 +12,7 @@ from typing import Any
 import tensorflow as tf
 
 from trainstack.loop import Callback
-
-from ..trainers.trainer import TowerTrainer
+from trainstack.towers.trainers.trainer import TowerTrainer
 
 __all__ = ["get_global_step_var", "GlobalStepView", "step_mirror", "advance_in_graph"]
 

@@ -39,16 +39,12 @@ import warnings
 from collections.abc import Sequence
 from typing import Any
 
-from trainstack.inputs import FeedfreeInput
 from trainstack.loop.checks import check_int
+from trainstack.towers.predict.predictor import OnlinePredictor
+from trainstack.towers.run.config import TrainConfig
+from trainstack.towers.run.launch import launch_train_with_config
 
-from ...predict.predictor import OnlinePredictor
-from ...run.config import TrainConfig
-from ...run.launch import launch_train_with_config
-from ...trainers.simple import SimpleTrainer
-
-__all__ = ["bind_legacy_config", "train_legacy", "legacy_get_predictor", "FeedfreeTrainerBase",
-           "SingleCostFeedfreeTrainer", "SimpleFeedfreeTrainer", "MULTI_GPU_TRAINERS"]
+__all__ = ["bind_legacy_config", "train_legacy", "legacy_get_predictor", "MULTI_GPU_TRAINERS"]
 
 logger = logging.getLogger("trainstack.towers")
 
@@ -56,8 +52,10 @@ logger = logging.getLogger("trainstack.towers")
 MULTI_GPU_TRAINERS = ("SyncMultiGPUTrainerReplicated", "SyncMultiGPUTrainerParameterServer",
                       "AsyncMultiGPUTrainer")
 
-#: trainstack.towers' folder: warnings name the first frame outside it (the user's)
-_PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+#: trainstack.tensorpack's and trainstack.towers' folders: warnings name the first frame outside
+#: them (the user's)
+_PACKAGE_DIRS = (os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
+                 os.path.dirname(os.path.abspath(importlib.import_module("trainstack.towers").__file__ or "")))
 _logged: set[str] = set()
 
 
@@ -113,33 +111,6 @@ def legacy_get_predictor(trainer: Any, input_names: Sequence[str], output_names:
     return trainer.get_predictor(input_names, output_names, device=device)
 
 
-# -- the older classes -----------------------------------------------------------------------
-class FeedfreeTrainerBase(SimpleTrainer):
-    """Older base of trainers that read their input inside the graph: ``config.data`` must be
-    a FeedfreeInput (e.g. ``QueueInput(dataflow)``). Trains like SimpleTrainer."""
-
-    def __init__(self, config: TrainConfig, **kwargs: Any) -> None:
-        if not isinstance(config, TrainConfig):
-            raise TypeError(f"{type(self).__name__} is the older API and takes a TrainConfig, got "
-                            f"{config!r:.80}; the current form is launch_train_with_config(config, "
-                            "SimpleTrainer())")
-        if not isinstance(config.data, FeedfreeInput):
-            got = (f"dataflow={type(config.dataflow).__name__}" if config.data is None
-                   else f"data={config.data.name}")
-            raise TypeError(f"{type(self).__name__} needs TrainConfig(data=) to be a FeedfreeInput "
-                            f"(QueueInput(dataflow), TFDatasetInput, ...), got {got}; "
-                            "QueueInputTrainer(config) wraps a dataflow for you")
-        super().__init__(config, **kwargs)
-
-
-class SingleCostFeedfreeTrainer(FeedfreeTrainerBase):
-    """Older feedfree trainer of a single cost (the model's ``build_graph`` result)."""
-
-
-class SimpleFeedfreeTrainer(SingleCostFeedfreeTrainer):
-    """Older name of "SimpleTrainer with ``config.data`` a FeedfreeInput"."""
-
-
 # -- helpers -----------------------------------------------------------------------------------
 def warn_deprecated(old: str, new: str) -> None:
     """DeprecationWarning at the user's line (outside this package); logged once per ``old``."""
@@ -151,10 +122,10 @@ def warn_deprecated(old: str, new: str) -> None:
 
 
 def _user_stacklevel() -> int:
-    """warnings.warn's stacklevel, in warn_deprecated, of the first frame outside trainstack.towers."""
+    """warnings.warn's stacklevel, in warn_deprecated, of the first frame outside trainstack.tensorpack and trainstack.towers."""
     frame: types.FrameType | None
     frame, level = sys._getframe(1), 1  # noqa: SLF001 - only to attribute the warning to the user
-    inside = _PACKAGE_DIR + os.sep
+    inside = tuple(d + os.sep for d in _PACKAGE_DIRS)
     while frame is not None and os.path.abspath(frame.f_code.co_filename).startswith(inside):
         frame, level = frame.f_back, level + 1
     return level
@@ -163,7 +134,7 @@ def _user_stacklevel() -> int:
 def _current_trainer_call(trainer: Any, config: TrainConfig) -> str:
     """The current trainer to use instead of ``trainer``'s older class; a multi-GPU trainer
     takes the config's towers (``trainer.devices`` marks one)."""
-    if isinstance(trainer, FeedfreeTrainerBase):
+    if getattr(trainer, "older_feedfree", False):
         return "SimpleTrainer()"
     gpus = config.tower if getattr(trainer, "devices", None) is not None else ""
     return f"{type(trainer).__name__}({gpus})"
@@ -174,7 +145,7 @@ def _check_legacy_towers(trainer: Any, config: TrainConfig) -> None:
     count = 1 if devices is None else len(devices)
     if config.nr_tower == count:
         return
-    towers = importlib.import_module("trainstack.towers")
+    towers = importlib.import_module("trainstack.tensorpack.tf1.trainers")
     available = [n for n in MULTI_GPU_TRAINERS if hasattr(towers, n)]
     if available:
         advice = (f"use a multi-GPU trainer: launch_train_with_config(config, "
