@@ -305,7 +305,8 @@ def horovod(session: nox.Session) -> None:
     ~/.cache/trainstack/horovod), then tests/distributed/test_horovod*.py (which the
     `distributed` session does not run)."""
     session.install(*TEST_TOOLS)
-    install_wheels(session, dist("distributed"))
+    # the tensorpack layer too: test_horovod_sync_bn.py trains its BatchNorm(sync_statistics='horovod')
+    install_wheels(session, dist("distributed"), dist("tensorpack"))
     session.run("python", str(ROOT / "scripts" / "install_horovod.py"))
     pytest(session, "trainstack.distributed", test_files("horovod"))
 

@@ -19,7 +19,7 @@ import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
 from trainstack.loop import Callback  # noqa: E402
-from trainstack.towers import BatchNorm, ModelDesc  # noqa: E402
+from trainstack.tensorpack.tf1 import BatchNorm, ModelDesc  # noqa: E402
 
 HALF, STEPS, SHAPE = 4, 2, (2, 2, 3)
 
@@ -69,7 +69,7 @@ def main() -> None:
     parser.add_argument("--out", required=True)
     args = parser.parse_args()
 
-    from trainstack.distributed import HorovodTrainer  # noqa: PLC0415
+    from trainstack.tensorpack.tf1 import HorovodTrainer  # noqa: PLC0415
 
     trainer = HorovodTrainer()
     rank = trainer.rank

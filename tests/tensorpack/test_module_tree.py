@@ -31,7 +31,7 @@ MIRRORED = sorted(
     if (Path(importlib.util.find_spec("trainstack.tensorpack").origin).parent / p.relative_to(TP)).exists())
 LAYERS = ["trainstack.loop", "trainstack.dataflow", "trainstack.dataflow.dataset", "trainstack.dataflow.imgaug",
           "trainstack.dataflow.viz", "trainstack.callbacks", "trainstack.callbacks.logger", "trainstack.inputs",
-          "trainstack.towers", "trainstack.towers.tf1", "trainstack.distributed"]
+          "trainstack.towers", "trainstack.tensorpack.tf1", "trainstack.distributed"]
 
 
 def _source(module: str) -> ast.Module:
@@ -117,6 +117,23 @@ def test_every_name_provided_is_trainstacks_own_object():
             if (module, name) in shims or getattr(obj, "__name__", "").startswith("trainstack.tensorpack."):
                 continue
             assert any(obj is o for o in objects.get(name, [])), f"trainstack.{module}.{name}"
+
+
+def test_the_layers_own_versions_of_core_names_are_listed_and_exported_by_every_mirror():
+    """The names this layer defines again over the core (``_replaced.SUBCLASSES``, ``_replaced.WRAPPERS``)
+    are exactly those of ``trainstack.tensorpack.tf1`` that the core exports as other objects; each class is a
+    subclass of the core's, and a mirror exporting the name exports this layer's object."""
+    tf1 = importlib.import_module("trainstack.tensorpack.tf1")
+    core = [importlib.import_module(m) for m in ("trainstack.towers", "trainstack.distributed")]
+    redefined = {n: getattr(layer, n) for layer in core for n in layer.__all__
+                 if n in tf1.__all__ and getattr(layer, n) is not getattr(tf1, n)}
+    assert sorted(redefined) == sorted([*_replaced.SUBCLASSES, *_replaced.WRAPPERS])
+    for name in _replaced.SUBCLASSES:
+        assert issubclass(getattr(tf1, name), redefined[name]) and getattr(tf1, name) is not redefined[name], name
+    for module in MIRRORED:
+        mirror = importlib.import_module(f"trainstack.{module}")
+        for name in set(mirror.__all__) & set(redefined):
+            assert getattr(mirror, name) is getattr(tf1, name), f"trainstack.{module}.{name}"
 
 
 @pytest.mark.parametrize("module", [m for m in MIRRORED if m.startswith(("tensorpack.dataflow", "tensorpack.utils"))])

@@ -11,9 +11,23 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-__all__ = ["NOT_YET", "REPLACED", "EXPOSES", "NotProvidedError", "find", "message", "unprovided_names", "unprovided"]
+__all__ = ["SUBCLASSES", "WRAPPERS", "NOT_YET", "REPLACED", "EXPOSES", "NotProvidedError", "find", "message", "unprovided_names", "unprovided"]
 
 NOT_YET = "not provided yet by trainstack.tensorpack"
+
+#: The names that are this layer's own subclasses of the core's classes of the same name
+#: (``trainstack.tensorpack.tf1``): each overrides the core's hooks with the TF1 room, and the
+#: trainers keep tensorpack 003's ``Trainer(config)`` forms. Every mirror module exporting one of
+#: these names exports this layer's class, never the core's.
+SUBCLASSES: tuple[str, ...] = (
+    "TowerContext", "TowerFunc", "ModelDescBase", "ModelDesc", "TowerTrainer", "SingleCostTrainer", "SimpleTrainer",
+    "QueueInputTrainer", "NoOpTrainer", "MultiGPUTrainerBase", "SyncMultiGPUTrainerReplicated",
+    "SyncMultiGPUTrainerParameterServer", "AsyncMultiGPUTrainer", "HorovodTrainer", "DistributedTrainerReplicated",
+    "DistributedTrainerParameterServer",
+)
+#: The functions of the same name as the core's that this layer wraps: ``SyncMultiGPUTrainer`` makes
+#: this layer's trainer, ``apply_grad_processors`` also takes a TF1 optimizer (its Keras stand-in).
+WRAPPERS: tuple[str, ...] = ("SyncMultiGPUTrainer", "apply_grad_processors")
 
 #: tensorpack's name, where tensorpack defines it -> why it is missing, and what to use instead
 REPLACED: dict[str, str] = {

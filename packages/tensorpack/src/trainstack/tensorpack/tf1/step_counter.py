@@ -3,21 +3,53 @@
 The counter is the loop's ``trainer.global_step`` (in Python); graph code reads
 a variable that a callback keeps equal to it. The callback is added to every
 TowerTrainer once some code asked for the step (see :func:`step_mirror`, which
-the room gives the trainers as an implicit callback).
+the room gives the trainers as an implicit callback). Only this layer's trainers keep it:
+read in a training tower that a core trainer traces, it would stay 0, so there it is an error
+naming the trainer to use (:func:`mirror_step_of` marks the tower functions of this layer's
+trainers).
 """
 from __future__ import annotations
 
+import weakref
 from typing import Any
 
 import tensorflow as tf
 
 from trainstack.loop import Callback
+from trainstack.towers import get_current_tower_context
 from trainstack.towers.trainers.trainer import TowerTrainer
 
-__all__ = ["get_global_step_var", "GlobalStepView", "step_mirror", "advance_in_graph"]
+from . import switch
+
+__all__ = ["get_global_step_var", "GlobalStepView", "step_mirror", "advance_in_graph", "mirror_step_of"]
 
 
 _step_var: tf.Variable | None = None
+#: the tower functions of this layer's trainers, whose training towers may read the step
+_mirrored: weakref.WeakSet[Any] = weakref.WeakSet()
+
+
+def mirror_step_of(tower_func: Any) -> None:
+    """``tower_func`` is trained by one of this layer's trainers, which keep the step variable
+    equal to the loop's step: its training towers may call :func:`get_global_step_var`."""
+    _mirrored.add(tower_func)
+
+
+def _check_mirrored() -> None:
+    """In a training tower traced for a core trainer, the step variable would silently stay 0:
+    a RuntimeError naming the trainer to use."""
+    ctx = get_current_tower_context()
+    if not tf.inside_function() or ctx is None or not ctx.is_training:
+        return
+    frame = switch.current()
+    if frame is not None and (frame.tower is None or frame.tower_func in _mirrored):
+        return  # a tensorpack trainer's construction, or its tower
+    raise RuntimeError(
+        "get_global_step_var() was called in a training tower traced by a trainer of trainstack's core "
+        "(trainstack.towers, trainstack.distributed), which does not keep tensorpack's step variable: its "
+        "value would stay 0. Train with trainstack.tensorpack's trainer of the same name (from "
+        "trainstack.tensorpack import SimpleTrainer, ...), or in TensorFlow 2 code read the optimizer's "
+        "step counter (optimizer.iterations)")
 
 
 class _GlobalStepMirror(Callback):
@@ -102,6 +134,7 @@ def get_global_step_var() -> Any:
     training now.
     """
     global _step_var
+    _check_mirrored()
     if _step_var is None:
         with tf.init_scope():
             _step_var = tf.Variable(0, dtype=tf.int64, trainable=False, name="global_step")

@@ -9,7 +9,9 @@
 - ``_outside_tower``: the optimizer function runs inside the room;
 - ``_adapt_optimizer``: a ``tf.compat.v1.train`` optimizer becomes its Keras stand-in;
 - ``tower_func_class``: a plain tower function is built in the room (:class:`~.tower.TowerFunc`);
-- ``implicit_callbacks``: the callback keeping ``get_global_step_var()`` equal to the loop's step;
+- ``implicit_callbacks``: the callback keeping ``get_global_step_var()`` equal to the loop's step
+  (``tower_func``'s setter marks the trainer's tower function as one whose training towers may
+  read it: in a tower a core trainer trains it is an error);
 - ``_in_graph_step_done``: that variable advances with each step of a multi-step call.
 
 And tensorpack 003's forms: ``SimpleTrainer(config).train()``,
@@ -52,6 +54,17 @@ class TF1Trainer:
     records_graph_build: bool = True
     tower_func_class = TowerFunc
 
+    @property
+    def tower_func(self) -> Any:
+        return core.TowerTrainer.tower_func.fget(self)  # type: ignore[attr-defined]
+
+    @tower_func.setter
+    def tower_func(self, func: Any) -> None:
+        """The core's setter; the tower function's training towers may read ``get_global_step_var()``
+        (this trainer keeps the variable equal to the step)."""
+        core.TowerTrainer.tower_func.fset(self, func)  # type: ignore[attr-defined]
+        step_counter.mirror_step_of(func)
+
     def _constructing(self) -> ContextManager[Any]:
         stack = contextlib.ExitStack()
         stack.enter_context(super()._constructing())  # type: ignore[misc]
@@ -82,11 +95,9 @@ class OlderForms:
     """tensorpack 003's ``Trainer(config)`` and ``trainer.train()`` on a single-tower trainer."""
 
     def __init__(self, config: Any = None, *args: Any, **kwargs: Any) -> None:
-        if isinstance(config, TrainConfig):
-            super().__init__(None, *args, **kwargs)  # type: ignore[call-arg]
+        super().__init__(None, *args, **kwargs)  # type: ignore[call-arg]
+        if config is not None:  # the older form; anything but a TrainConfig is a TypeError naming it
             bind_legacy_config(self, config)
-        else:
-            super().__init__(config, *args, **kwargs)  # type: ignore[call-arg]
 
     def train(self, *args: Any, **kwargs: Any) -> None:
         """The loop's ``train(...)``; with no arguments, the older form: trains with the TrainConfig
