@@ -51,3 +51,24 @@ def test_the_meta_package_does_not_import_the_tensorpack_layer():
             "print(json.dumps(sorted(m for m in sys.modules if m.startswith('trainstack.tensorpack'))))")
     out = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True)
     assert json.loads(out.stdout.strip().splitlines()[-1]) == []
+
+
+def test_the_meta_package_has_no_tf1_names_and_replaces_nothing():
+    """``from trainstack import *`` is the core: none of the TF1 room's own names, the core's classes
+    (not the tensorpack layer's subclasses), and nothing in TensorFlow or Keras replaced."""
+    code = """
+import tensorflow as tf, keras
+ids = (id(tf.compat.v1.get_variable), id(tf.summary.image), id(tf.summary.scalar), id(tf.add_n))
+import trainstack
+from trainstack import *
+names = [getattr(trainstack, n) for n in trainstack.__all__]
+assert (id(tf.compat.v1.get_variable), id(tf.summary.image), id(tf.summary.scalar), id(tf.add_n)) == ids
+assert not hasattr(keras.optimizers.Optimizer, 'minimize')
+import trainstack.tensorpack.tf1 as tf1, trainstack.towers as core
+from trainstack.tensorpack import _replaced
+tf1_only = [n for n in tf1.__all__ if n not in _replaced.SUBCLASSES + _replaced.WRAPPERS]
+assert [n for n in tf1_only if hasattr(trainstack, n)] == [], [n for n in tf1_only if hasattr(trainstack, n)]
+assert trainstack.SimpleTrainer is core.SimpleTrainer and trainstack.ModelDesc is core.ModelDesc
+"""
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stderr[-2000:]

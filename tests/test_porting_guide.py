@@ -37,7 +37,7 @@ TENSORPACK_MODELS_ALL = [
 ]
 
 # where a name the guide marks as provided may live, besides `from trainstack import *`
-SUBMODULES = ["trainstack.models", "trainstack.towers.tf1", "trainstack.dataflow", "trainstack.dataflow.dataset",
+SUBMODULES = ["trainstack.tensorpack", "trainstack.tensorpack.models", "trainstack.tensorpack.tf1", "trainstack.dataflow", "trainstack.dataflow.dataset",
               "trainstack.dataflow.viz", "trainstack.dataflow.imgaug"]
 
 # how a status cell of the name tables starts

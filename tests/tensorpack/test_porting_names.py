@@ -199,7 +199,7 @@ def test_data_parallel_builder_names_its_replacement():
     with pytest.raises(NotImplementedError, match="SyncMultiGPUTrainerReplicated"):
         DataParallelBuilder(["/gpu:0"])
     # call_for_each_tower (build_on_towers, its older name) builds tensorpack's towers; a multi-GPU
-    # GAN trainer built with it: tests/towers/test_tf1_gan_multitower.py
+    # GAN trainer built with it: tests/tensorpack/test_tf1_gan_multitower.py
     from trainstack.towers import get_current_tower_context
 
     def tower():
@@ -241,7 +241,7 @@ def test_training_after_disable_eager_execution_names_the_call():
 
 def test_tf1_get_variable_in_build_graph_trains_under_its_tf1_name(make_df):
     """tensorpack's rule for tower functions (tf.get_variable, not tf.Variable) works as written:
-    tests/towers/test_tf1_variables.py has the rest."""
+    tests/tensorpack/test_tf1_variables.py has the rest."""
     def body(self, x, label):
         with tf.compat.v1.variable_scope("extra"):
             w = tf.compat.v1.get_variable("W", [4, 2], initializer=tf.compat.v1.ones_initializer())
@@ -254,7 +254,7 @@ def test_tf1_get_variable_in_build_graph_trains_under_its_tf1_name(make_df):
 
 @pytest.mark.parametrize("call", ["v2", "v1"])
 def test_tf1_summaries_in_build_graph_are_reported_by_merge_all_summaries(call, make_df):
-    """tf.summary.* in build_graph works as in tensorpack (tests/towers/test_tf1_summaries.py has the rest)."""
+    """tf.summary.* in build_graph works as in tensorpack (tests/tensorpack/test_tf1_summaries.py has the rest)."""
     def body(self, x, label):
         (tf.summary.scalar if call == "v2" else tf.compat.v1.summary.scalar)("s", tf.reduce_sum(x))
         return 0.0

@@ -34,12 +34,12 @@ def test_without_cuda_visible_devices_the_gpus_tensorflow_sees(monkeypatch):
 def test_a_count_above_what_tensorflow_sees_warns(monkeypatch, caplog):
     seen = len(tf.config.list_physical_devices("GPU"))
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", ",".join(str(k) for k in range(seen + 2)))
-    with caplog.at_level(logging.WARNING, logger="trainstack.towers"):
+    with caplog.at_level(logging.WARNING, logger="trainstack.tensorpack"):
         assert get_num_gpu() == seen + 2
     assert f"lists {seen + 2} GPU(s), but TensorFlow sees {seen}" in caplog.text
     caplog.clear()
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", ",".join(str(k) for k in range(seen)))
-    with caplog.at_level(logging.WARNING, logger="trainstack.towers"):
+    with caplog.at_level(logging.WARNING, logger="trainstack.tensorpack"):
         assert get_num_gpu() == seen
     assert "get_num_gpu" not in caplog.text
 

@@ -1,7 +1,7 @@
 """tensorpack's examples/basics/mnist-convnet.py and examples/basics/cifar-convnet.py (tensorpack master,
 1547a54), their ``Model`` classes copied as written: only the imports differ (trainstack's names for
 ``from tensorpack import *``, ``tfv1 as tf``, ``tensorpack.tfutils.summary``). Trained by
-tests/towers/test_tf1_basics_examples.py, in-process and in the multi-device worker (see multigpu_cases.py),
+tests/tensorpack/test_tf1_basics_examples.py, in-process and in the multi-device worker (see multigpu_cases.py),
 on tiny fake data."""
 from __future__ import annotations
 

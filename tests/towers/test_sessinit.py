@@ -262,7 +262,7 @@ def test_name_based_checkpoint_is_read_by_name_and_warns_of_what_matched_nothing
         with tf.compat.v1.Session() as sess:
             sess.run(tf.compat.v1.global_variables_initializer())
             saver.save(sess, prefix)
-    # read by name (tests/towers/test_tf1_checkpoint_by_name.py loads one into a layer-function model)
+    # read by name (tests/tensorpack/test_tf1_checkpoint_by_name.py loads one into a layer-function model)
     init = CheckpointInit(prefix)
     init.init(NetTrainer(seed=0))
     assert (init.report.restored, init.report.unused) == ([], ["W"])

@@ -29,7 +29,7 @@ from .switch import Frame, Patch, TF1CallError
 
 __all__ = ["tfv1", "get_num_gpu", "KerasPhaseCallback", "DataParallelBuilder", "PATCHES"]
 
-logger = logging.getLogger("trainstack.towers")
+logger = logging.getLogger("trainstack.tensorpack")
 
 #: ``tf.compat.v1``, as tensorpack's ``tfv1``. Its graph-mode parts (sessions, placeholders,
 #: ``get_variable``, collections other than the model's variables') do not work in a trainstack

@@ -94,7 +94,7 @@ from .train_optimizers import adapt_optimizer
 
 __all__ = ["minimize", "GraphOp", "GraphBuildError", "RecordedValue", "PATCHES"]
 
-logger = logging.getLogger("trainstack.towers")
+logger = logging.getLogger("trainstack.tensorpack")
 
 _local = threading.local()
 

@@ -24,7 +24,7 @@ from .trainable import trainable_of, variable_name
 
 __all__ = ["regularize_cost", "l2_regularizer", "l1_regularizer"]
 
-logger = logging.getLogger("trainstack.towers")
+logger = logging.getLogger("trainstack.tensorpack")
 
 
 # -- regularization -------------------------------------------------------------------------------

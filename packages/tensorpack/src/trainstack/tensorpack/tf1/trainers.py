@@ -26,6 +26,7 @@ from contextlib import AbstractContextManager as ContextManager
 from typing import Any
 
 from trainstack.loop import Callback
+from trainstack.towers import TowerFunc as CoreTowerFunc
 from trainstack.towers import trainers as core
 from trainstack.towers.run.config import TrainConfig
 
@@ -52,7 +53,7 @@ class TF1Trainer:
     #: entered eagerly, ``opt.minimize(...)``): then it runs inside the room's recording. The
     #: trainers that build their step in ``setup_graph`` set it to False.
     records_graph_build: bool = True
-    tower_func_class = TowerFunc
+    tower_func_class: type[CoreTowerFunc] = TowerFunc
 
     @property
     def tower_func(self) -> Any:

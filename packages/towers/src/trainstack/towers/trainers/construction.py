@@ -23,7 +23,8 @@ class Constructed(type):
     ``instance._constructing()`` (entered once, however many ``super().__init__`` calls)."""
 
     def __call__(cls, *args: Any, **kwargs: Any) -> Any:
-        obj = cls.__new__(cls) if cls.__new__ is object.__new__ else cls.__new__(cls, *args, **kwargs)
+        klass: Any = cls
+        obj = klass.__new__(klass) if klass.__new__ is object.__new__ else klass.__new__(klass, *args, **kwargs)
         if isinstance(obj, cls):
             with obj._constructing():
                 obj.__init__(*args, **kwargs)

@@ -49,7 +49,7 @@ from .registry import attach_variables, layer_register
 
 __all__ = ["BatchNorm"]
 
-logger = logging.getLogger("trainstack.towers")
+logger = logging.getLogger("trainstack.tensorpack")
 
 EMA_UPDATES = ("default", "collection", "internal", "skip")
 _warned_frozen: set = set()

@@ -19,7 +19,7 @@ from ..switch import current
 
 __all__ = ["tower_of", "get_variable", "layer_label", "log_shape_once", "disable_layer_logging"]
 
-logger = logging.getLogger("trainstack.towers")
+logger = logging.getLogger("trainstack.tensorpack")
 
 
 def layer_label(layer: str) -> str:

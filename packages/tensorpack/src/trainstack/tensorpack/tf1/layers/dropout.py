@@ -22,7 +22,7 @@ from .registry import layer_register
 
 __all__ = ["Dropout"]
 
-logger = logging.getLogger("trainstack.towers")
+logger = logging.getLogger("trainstack.tensorpack")
 
 
 def _static(value: Any) -> Any:

@@ -24,7 +24,7 @@ from .context import log_shape_once
 
 __all__ = ["layer_register", "get_registered_layer", "VariableHolder"]
 
-logger = logging.getLogger("trainstack.towers")
+logger = logging.getLogger("trainstack.tensorpack")
 
 F = TypeVar("F", bound=Callable[..., Any])
 

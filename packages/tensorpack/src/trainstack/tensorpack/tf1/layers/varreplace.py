@@ -28,7 +28,7 @@ import tensorflow as tf
 
 __all__ = ["custom_getter_scope", "remap_variables", "freeze_variables", "TF1VariableView"]
 
-logger = logging.getLogger("trainstack.towers")
+logger = logging.getLogger("trainstack.tensorpack")
 
 
 @contextlib.contextmanager

@@ -46,7 +46,7 @@ from trainstack.towers.run.launch import launch_train_with_config
 
 __all__ = ["bind_legacy_config", "train_legacy", "legacy_get_predictor", "MULTI_GPU_TRAINERS"]
 
-logger = logging.getLogger("trainstack.towers")
+logger = logging.getLogger("trainstack.tensorpack")
 
 #: The trainers that train several towers (issue 6 of the project).
 MULTI_GPU_TRAINERS = ("SyncMultiGPUTrainerReplicated", "SyncMultiGPUTrainerParameterServer",
