@@ -26,7 +26,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 API_DIR = ROOT / "docs" / "api"
 LAYERS = sorted(p.parent.name for p in (ROOT / "packages").glob("*/pyproject.toml"))
-SUBPACKAGES = ["trainstack.dataflow.imgaug", "trainstack.dataflow.dataset", "trainstack.towers.tf1"]
+SUBPACKAGES = ["trainstack.dataflow.imgaug", "trainstack.dataflow.dataset", "trainstack.tensorpack.tf1"]
 MODULES = [*(f"trainstack.{layer}" for layer in LAYERS), *SUBPACKAGES, "trainstack"]
 DIRECTIVE = re.compile(r"^:::[ \t]+(?P<module>[\w.]+)[ \t]*$", re.MULTILINE)
 

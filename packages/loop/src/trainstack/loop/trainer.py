@@ -446,7 +446,7 @@ class Trainer:
 
     def implicit_callbacks(self) -> list[Callback]:
         """Callbacks :meth:`setup_callbacks` adds after the user's, always: for state a subclass
-        keeps in step with the loop (the towers' trainers: the variable tensorpack's
+        keeps in step with the loop (the tensorpack layer's trainers: the variable tensorpack's
         ``get_global_step_var()`` reads). None in the base loop."""
         return []
 

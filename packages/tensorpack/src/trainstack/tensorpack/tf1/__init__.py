@@ -1,6 +1,6 @@
 """tensorpack's TF1 world on TensorFlow 2: one room, active only while a tower is traced.
 
-Each module is one TF1 concept (see README.md for the table of concepts,
+Each module is one TF1 concept (the package's README.md has the table of concepts,
 modules and the tests that prove them):
 
 - switch.py     the only code that replaces anything in TensorFlow or Keras
