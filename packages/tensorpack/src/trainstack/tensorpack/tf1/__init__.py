@@ -16,7 +16,8 @@ modules and the tests that prove them):
 - recording.py  custom trainers that build their graph in ``__init__`` (GAN trainers)
 - step_counter.py ``get_global_step_var``
 - regularize.py ``regularize_cost``, ``l2_regularizer``, ``l1_regularizer``
-- aliases.py    ``tfv1``, ``get_num_gpu``, ``KerasPhaseCallback``, ``DataParallelBuilder``
+- aliases.py    ``tfv1``, ``get_num_gpu``, ``KerasPhaseCallback``
+- data_parallel.py ``DataParallelBuilder.call_for_each_tower`` (towers under this layer's TowerContext)
 - variable_scopes.py ``auto_reuse_variable_scope``, ``under_variable_scope``
 - legacy/       the older trainer API (tensorpack's 003 documents)
 - layers/       tensorpack's layer functions (``Conv2D``, ``BatchNorm``, ``argscope``, ``LinearWrap``, ...)
@@ -24,7 +25,8 @@ modules and the tests that prove them):
 Code outside the room reaches it only through this module's names. Nothing here is
 engaged at import: only these classes' hooks enter the room, in the thread that traces.
 """
-from .aliases import DataParallelBuilder, KerasPhaseCallback, get_num_gpu, tfv1
+from .aliases import KerasPhaseCallback, get_num_gpu, tfv1
+from .data_parallel import DataParallelBuilder
 from .distributed_trainers import DistributedTrainerParameterServer, DistributedTrainerReplicated, HorovodTrainer
 from .feedfree import FeedfreeTrainerBase, SimpleFeedfreeTrainer, SingleCostFeedfreeTrainer
 from .layers import (

@@ -30,9 +30,9 @@ import tensorflow as tf
 
 from trainstack.towers.run.config import TrainConfig
 from trainstack.towers.session.devices import resolve_devices
-from trainstack.towers.tower.tower import TowerContext
 from trainstack.towers.trainers.construction import reject_options as reject_legacy_options
 
+from ..tower import TowerContext
 from .compat import warn_deprecated
 
 __all__ = ["legacy_devices", "legacy_options", "build_on_multi_tower"]
