@@ -33,10 +33,18 @@ class ModelDesc(ModelDescBase, CoreModelDesc):
     TF1 room; ``optimizer()`` may return a TF1 optimizer."""
 
     def get_optimizer(self) -> Any:
-        """:meth:`optimizer`, called once inside the room; a TF1 optimizer becomes its Keras stand-in."""
+        """:meth:`optimizer`, called once inside the room, and returned as it is: a TF1 optimizer
+        stays one (its ``minimize`` keeps TF1's signature, ``global_step`` second); the trainers
+        train with its Keras stand-in, made here first so that one without a stand-in is an
+        error naming this call."""
         if self.__dict__.get("_optimizer_cache") is None:
+            what = f"{type(self).__name__}.optimizer()"
             with emulation():
-                opt = adapt_optimizer(self.optimizer())
-            check_optimizer(opt, f"{type(self).__name__}.optimizer()")
+                opt = self.optimizer()
+            try:
+                adapted = adapt_optimizer(opt)
+            except TypeError as e:
+                raise TypeError(f"{what}: {e}") from None
+            check_optimizer(adapted, what)
             self.__dict__["_optimizer_cache"] = opt
         return self.__dict__["_optimizer_cache"]
