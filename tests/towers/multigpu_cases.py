@@ -521,6 +521,7 @@ def legacy_constructors(devices: list[str], tmpdir: str) -> None:
     """The 003 constructors: TrainConfig first, towers from nr_tower/tower, train()."""
     import warnings
 
+    import trainstack.tensorpack.tf1 as tp  # the older forms are the tensorpack layer's trainers'
     import trainstack.towers as towers
     from trainstack.inputs import StagingInput
 
@@ -530,20 +531,20 @@ def legacy_constructors(devices: list[str], tmpdir: str) -> None:
 
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        replicated = towers.SyncMultiGPUTrainerReplicated(config(nr_tower=2), gpu_prefetch=True)
-        ps = towers.SyncMultiGPUTrainerParameterServer(config(tower=[0, 1]), ps_device="cpu")
-        alias = towers.SyncMultiGPUTrainer(config(nr_tower=2))
-        asynchronous = towers.AsyncMultiGPUTrainer(config(nr_tower=2), False)
+        replicated = tp.SyncMultiGPUTrainerReplicated(config(nr_tower=2), gpu_prefetch=True)
+        ps = tp.SyncMultiGPUTrainerParameterServer(config(tower=[0, 1]), ps_device="cpu")
+        alias = tp.SyncMultiGPUTrainer(config(nr_tower=2))
+        asynchronous = tp.AsyncMultiGPUTrainer(config(nr_tower=2), False)
     assert sum(issubclass(w.category, DeprecationWarning) for w in caught) >= 4
     assert replicated.devices == ps.devices == devices[:2]
     assert (ps.ps_device, alias.ps_device) == ("cpu", "gpu")
-    assert type(alias) is towers.SyncMultiGPUTrainerParameterServer
+    assert type(alias) is tp.SyncMultiGPUTrainerParameterServer
     assert asynchronous.scale_gradient is False
     for trainer in (replicated, ps, alias, asynchronous):
         trainer.train()
         assert trainer.global_step == 2 and isinstance(trainer.input, StagingInput)
     assert int(asynchronous.optimizer.iterations.numpy()) == 4  # two towers, two updates per step
-    too_many = towers.SyncMultiGPUTrainerReplicated(config(nr_tower=len(devices) + 1))
+    too_many = tp.SyncMultiGPUTrainerReplicated(config(nr_tower=len(devices) + 1))
     try:
         too_many.train()
     except ValueError as e:
