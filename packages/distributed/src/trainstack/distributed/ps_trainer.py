@@ -50,7 +50,7 @@ import tensorflow as tf
 
 from trainstack.inputs import TFDatasetInput, normalize_signature
 from trainstack.loop import Callback
-from trainstack.towers import SingleCostTrainer, TowerContext
+from trainstack.towers import SingleCostTrainer, TowerContext, launch_train_with_config
 from trainstack.towers.tower.gradproc import check_optimizer, unwrap_optimizer
 from trainstack.towers.tower.model_desc import tower_func_of
 from trainstack.towers.trainers.replicated import create_variables_outside_function
@@ -86,16 +86,29 @@ def serve_unless_chief(cluster: ClusterSpec | Mapping[str, Any] | None = None,
     return spec
 
 
+class _ConfigBound:
+    """What :func:`DistributedReplicatedTrainer` returns on the chief: ``.train()`` trains
+    ``config`` with ``trainer`` through ``launch_train_with_config`` (the core's trainers take no
+    TrainConfig themselves)."""
+
+    def __init__(self, config: Any, trainer: DistributedTrainerParameterServer) -> None:
+        self.config, self.trainer = config, trainer
+
+    def train(self) -> None:
+        launch_train_with_config(self.config, self.trainer)
+
+
 def DistributedReplicatedTrainer(config: Any, server: Any  # noqa: N802 - the seeds' name
-                                 ) -> DistributedTrainerParameterServer:
+                                 ) -> _ConfigBound:
     """The seeds' form: ``DistributedReplicatedTrainer(config, server).train()``.
 
     ``server``: on a ps or worker task, its ``tf.distribute.Server`` (``tf.train.Server`` in
     TF1), which then serves forever (as tensorpack's did). The chief runs no server in TF2
     (its coordinator connects to the cluster itself, on the chief's port): pass the chief's
-    :class:`ClusterSpec` there (``serve_unless_chief()`` returns it); this returns a
-    :class:`DistributedTrainerParameterServer` bound to ``config`` (a TrainConfig whose
-    ``data`` is a TFDatasetInput and which gives ``steps_per_epoch``).
+    :class:`ClusterSpec` there (``serve_unless_chief()`` returns it); this returns an object whose
+    ``train()`` runs ``launch_train_with_config(config, DistributedTrainerParameterServer(spec))``
+    (``config``: a TrainConfig whose ``data`` is a TFDatasetInput and which gives
+    ``steps_per_epoch``).
     """
     if isinstance(server, ClusterSpec):
         spec = server
@@ -112,7 +125,7 @@ def DistributedReplicatedTrainer(config: Any, server: Any  # noqa: N802 - the se
     else:
         raise TypeError(f"DistributedReplicatedTrainer(config, server) takes a tf.distribute.Server "
                         f"(ps/worker tasks) or the chief's ClusterSpec as server, got {server!r}")
-    return DistributedTrainerParameterServer(spec, config=config)
+    return _ConfigBound(config, DistributedTrainerParameterServer(spec))
 
 
 class DistributedTrainerParameterServer(SingleCostTrainer):
@@ -125,8 +138,7 @@ class DistributedTrainerParameterServer(SingleCostTrainer):
     """
 
     def __init__(self, cluster: ClusterSpec | Mapping[str, Any] | None = None,
-                 task_type: str | None = None, task_index: int | None = None, *,
-                 config: Any = None) -> None:
+                 task_type: str | None = None, task_index: int | None = None) -> None:
         spec = ClusterSpec.resolve(cluster, task_type, task_index, local=False)
         refuse_evaluator(spec, "DistributedTrainerParameterServer")
         missing = [t for t in ("chief", "worker", "ps") if t not in spec.cluster]
@@ -139,7 +151,7 @@ class DistributedTrainerParameterServer(SingleCostTrainer):
         self.cluster_spec = spec
         self.strategy = tf.distribute.ParameterServerStrategy(spec.cluster_resolver())
         self.coordinator = tf.distribute.coordinator.ClusterCoordinator(self.strategy)
-        super().__init__(config)
+        super().__init__()
         self.is_chief = True
         self._dataset_fn: Callable[[], tf.data.Dataset] | tf.data.Dataset | None = None
         self._iterator: Any = None
