@@ -53,8 +53,10 @@ def evaluate_checkpoints(args: argparse.Namespace, num_workers: int) -> None:
     from digits_convnet import Batches, DigitsConvNet, load_split  # noqa: PLC0415
 
     from trainstack.inputs import TFDatasetInput  # noqa: PLC0415
-    from trainstack.towers import SimpleTrainer  # noqa: PLC0415
-    from trainstack.towers.session.sessinit import SmartInit  # noqa: PLC0415
+    from trainstack.towers import (
+        SimpleTrainer,  # noqa: PLC0415
+        SmartInit,  # noqa: PLC0415
+    )
 
     x_train, y_train, x_val, y_val = load_split(500, args.seed)
     model = DigitsConvNet()

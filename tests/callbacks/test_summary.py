@@ -10,12 +10,11 @@ import tensorflow as tf
 
 from trainstack.callbacks.summary import (
     SummaryCollection,
-    add_moving_summary,
-    add_tensor_summary,
     get_summary_collection,
     summary_collection_scope,
 )
 from trainstack.callbacks.summary_callbacks import MergeAllSummaries, MovingAverageSummary, SimpleMovingAverage
+from trainstack.callbacks.summary_recording import add_moving_summary, add_tensor_summary
 from trainstack.callbacks.tfevent import TFEventWriter
 from trainstack.loop import MonitorBase
 

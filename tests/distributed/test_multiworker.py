@@ -26,8 +26,7 @@ from mw_model import ATOL, RTOL, Classifier, first_batches, weights  # noqa: E40
 
 from trainstack.distributed import ClusterSpec, local_cluster  # noqa: E402
 from trainstack.inputs import TFDatasetInput  # noqa: E402
-from trainstack.towers import SimpleTrainer  # noqa: E402
-from trainstack.towers.session.sessinit import SmartInit  # noqa: E402
+from trainstack.towers import SimpleTrainer, SmartInit  # noqa: E402
 
 JOB = os.path.join(HERE, "mw_job.py")
 STEPS, EPOCHS = 10, 2

@@ -21,8 +21,7 @@ from mw_model import BATCH, Classifier, make_data, weights  # noqa: E402
 
 from trainstack.distributed import DistributedTrainerParameterServer, local_cluster  # noqa: E402
 from trainstack.inputs import TFDatasetInput  # noqa: E402
-from trainstack.towers import SimpleTrainer  # noqa: E402
-from trainstack.towers.session.sessinit import SmartInit  # noqa: E402
+from trainstack.towers import SimpleTrainer, SmartInit  # noqa: E402
 
 JOB = os.path.join(HERE, "ps_job.py")
 STEPS, EPOCHS = 50, 2

@@ -164,8 +164,10 @@ def test_a_killed_worker_is_restarted_by_ray_into_exact_resume(runs: str) -> Non
 def test_the_checkpoint_reported_to_ray_is_the_last_step_and_restores_into_simple_trainer(runs: str) -> None:
     from trainstack.callbacks import load_loop_state  # noqa: PLC0415
     from trainstack.inputs import TFDatasetInput  # noqa: PLC0415
-    from trainstack.towers import SimpleTrainer  # noqa: PLC0415
-    from trainstack.towers.session.sessinit import SmartInit  # noqa: PLC0415
+    from trainstack.towers import (
+        SimpleTrainer,  # noqa: PLC0415
+        SmartInit,  # noqa: PLC0415
+    )
 
     result = _driver(runs)["plain"]
     assert result["error"] is None and result["metrics"]["global_step"] == ray_job.TOTAL_STEPS

@@ -19,8 +19,7 @@ import tensorflow as tf
 
 from trainstack.callbacks import load_loop_state
 from trainstack.inputs import FeedInput
-from trainstack.towers import SimpleTrainer
-from trainstack.towers.session.sessinit import SmartInit
+from trainstack.towers import SimpleTrainer, SmartInit
 
 TOWERS_TESTS = os.path.dirname(os.path.abspath(__file__))
 

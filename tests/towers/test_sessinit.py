@@ -19,7 +19,7 @@ import tensorflow as tf
 
 from trainstack.callbacks import ModelSaver
 from trainstack.loop import Trainer
-from trainstack.towers.session.sessinit import (
+from trainstack.towers.session import (
     ChainInit,
     CheckpointInit,
     DictRestore,

@@ -28,14 +28,13 @@ from .stopping import EarlyStopping, TerminateOnNaN
 from .storage import StorageError
 from .summary import (
                     SummaryCollection,
-                    add_moving_summary,
-                    add_tensor_summary,
                     default_summary_collection,
                     get_summary_collection,
                     summary_collection_chosen,
                     summary_collection_scope,
 )
 from .summary_callbacks import MergeAllSummaries, MovingAverageSummary, SimpleMovingAverage
+from .summary_recording import add_moving_summary, add_tensor_summary
 from .tfevent import TFEventWriter
 from .timing import EstimatedTimeLeft, ThroughputTracker
 from .trigger import EnableCallbackIf, PeriodicCallback, PeriodicTrigger

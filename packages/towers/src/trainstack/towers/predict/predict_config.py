@@ -27,8 +27,9 @@ import tensorflow as tf
 
 from trainstack.callbacks.checkpoint_layout import checkpoint_value_names
 
+from ..session import ChainInit, CheckpointInit, DictRestore, SessionInit, SmartInit
 from ..session.runtime import reject_session_args
-from ..session.sessinit import ChainInit, CheckpointInit, DictRestore, SessionInit, SmartInit, _display_name, _variables
+from ..session.sessinit import _display_name, _variables
 from ..tower.model_desc import ModelDescBase
 from ..tower.tower import TowerFunc
 from .predictor import OnlinePredictor

@@ -31,8 +31,8 @@ from trainstack.loop import Callback, MonitorBase
 from trainstack.loop.checks import check_int, is_int
 from trainstack.loop.stop import ON_NONFINITE
 
+from ..session import ChainInit, CheckpointInit, ResumeError, SessionInit, SmartInit
 from ..session.runtime import RuntimeConfig, reject_session_args
-from ..session.sessinit import ChainInit, CheckpointInit, ResumeError, SessionInit, SmartInit
 from ..tower.model_desc import ModelDescBase
 
 __all__ = ["TrainConfig", "AutoResumeTrainConfig", "LoopStateInit"]

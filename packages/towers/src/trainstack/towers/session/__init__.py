@@ -4,21 +4,12 @@ Beside :mod:`trainstack.towers.tower` at the bottom of trainstack.towers (tensor
 ``tfutils/sessinit.py``, ``tfutils/sesscreate.py``): RuntimeConfig replaces the
 session's ConfigProto, SessionInit restores variables, devices names the towers' devices.
 """
+from .checkpoint_init import CheckpointInit, SaverRestore, SaverRestoreRelaxed
 from .devices import logical_cpu_devices, resolve_devices
+from .dict_restore import DictRestore
 from .runtime import RuntimeConfig, reject_session_args
-from .sessinit import (
-                       ChainInit,
-                       CheckpointInit,
-                       DictRestore,
-                       InitReport,
-                       JustCurrentSession,
-                       ResumeError,
-                       SaverRestore,
-                       SaverRestoreRelaxed,
-                       SessionInit,
-                       SmartInit,
-                       get_model_loader,
-)
+from .sessinit import ChainInit, InitReport, JustCurrentSession, ResumeError, SessionInit
+from .smart_init import SmartInit, get_model_loader
 
 __all__ = [
     "RuntimeConfig", "reject_session_args", "resolve_devices", "logical_cpu_devices", "SessionInit",

@@ -366,13 +366,13 @@ class TowerTrainer(Trainer, metaclass=Constructed):
             "record under `with summary_collection_scope(trainer.summary_collection):` in the step")
 
     def _initialize(self, session_init: Any = None, **kwargs: Any) -> None:
-        """Initialize the model's variables from ``session_init`` (see ``sessinit.SmartInit``:
+        """Initialize the model's variables from ``session_init`` (see ``SmartInit``:
         a checkpoint path, a dict of arrays, a SessionInit, ...); None keeps them as they are."""
         if kwargs:
             raise TypeError(f"{type(self).__name__}.initialize() got unexpected arguments {sorted(kwargs)}; "
                             "it takes session_init")
         if session_init is not None:
-            from ..session.sessinit import SmartInit
+            from ..session.smart_init import SmartInit
             SmartInit(session_init).init(self)
 
     @runs_eagerly

@@ -1,0 +1,262 @@
+"""CheckpointInit (SaverRestore, SaverRestoreRelaxed): restore a trainer from a tf.train.Checkpoint.
+
+Values are paired with variables once, before anything is restored, by
+:func:`trainstack.callbacks.checkpoint_layout.match_checkpoint` (the savers' layout); a
+name-based (TF1, tensorpack) checkpoint is read by variable name. See
+:mod:`trainstack.towers.session.sessinit` for what an initializer is.
+"""
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+import keras
+import tensorflow as tf
+
+from trainstack.callbacks import checkpoint_objects_of
+from trainstack.callbacks.checkpoint_layout import (
+    SAVER_KEYS,
+    CheckpointMatch,
+    NameBasedCheckpointError,
+    match_checkpoint,
+    value_name,
+    walk,
+)
+
+from .dict_restore import DictRestore
+from .sessinit import InitReport, ResumeError, SessionInit, _display_name, _strip_tensor_suffix, _variables
+
+__all__ = ["CheckpointInit", "SaverRestore", "SaverRestoreRelaxed"]
+
+logger = logging.getLogger("trainstack.towers")
+
+
+def _resolve_checkpoint(path: str | os.PathLike) -> str:
+    """A checkpoint prefix from a prefix, a directory, a ``checkpoint`` state file or a shard name."""
+    path = os.path.expanduser(os.fspath(path))
+    if tf.io.gfile.isdir(path) or os.path.basename(path) == "checkpoint":
+        directory = path if tf.io.gfile.isdir(path) else os.path.dirname(path)
+        latest = tf.train.latest_checkpoint(directory)
+        if latest is None:
+            raise FileNotFoundError(f"no checkpoint in directory {directory!r} (no 'checkpoint' state "
+                                    "file naming one)")
+        return latest
+    if path.endswith(".index"):
+        path = path[:-len(".index")]
+    elif ".data-" in os.path.basename(path):
+        path = path[:path.rindex(".data-")]
+    if not tf.io.gfile.exists(path + ".index"):
+        raise FileNotFoundError(f"no checkpoint at {path!r}: expected a checkpoint prefix "
+                                f"({path}.index must exist) or a directory holding checkpoints")
+    return path
+
+
+class CheckpointInit(SessionInit):
+    """Restore ``trainer.checkpoint_objects`` from a ``tf.train.Checkpoint``.
+
+    ``path``: a checkpoint prefix (``train_log/x/model-300``), a directory (its latest
+    checkpoint), a ``checkpoint`` state file, or an ``.index``/``.data-*`` file. It is
+    resolved here, so a missing checkpoint fails early; ``self.path`` is the prefix.
+
+    Variables the checkpoint lacks keep their values and values the trainer lacks are not
+    used; both are logged as warnings, as tensorpack did when loading a pretrained or
+    foreign model (``strict=True``: a ValueError before anything is restored). A value
+    whose shape differs from its variable's is a ValueError, or with
+    ``ignore_mismatch=True`` a warning and the variable keeps its value.
+
+    ``resume=True``: the checkpoint is this run's own (``AutoResumeTrainConfig`` and
+    ``get_sessinit_resume`` pass it), so a variable of ``checkpoint_objects`` (model,
+    optimizer, ...) that it lacks is a :class:`ResumeError` naming the variables and the
+    checkpoint, raised before anything is restored: a resumed run never trains some of its
+    variables from fresh values. Values the trainer lacks are still only a warning.
+
+    ``ignore``: objects not to restore, each named by a key of ``checkpoint_objects``
+    (``"optimizer"``: load the model weights only, e.g. to fine-tune), a variable's name
+    as in the report (Keras path ``"adam/learning_rate"``, or path under
+    ``checkpoint_objects``), or a checkpoint key (without ``/.ATTRIBUTES/VARIABLE_VALUE``).
+    An ignored object and what can be reached only through it keep their values; a model
+    variable that the optimizer also tracks is still restored through the model. A name
+    that matches nothing is a ValueError.
+    """
+
+    def __init__(self, path: str | os.PathLike, ignore: Iterable[str] = (), *, strict: bool = False,
+                 ignore_mismatch: bool = False, resume: bool = False) -> None:
+        if not isinstance(path, (str, os.PathLike)):
+            raise TypeError(f"{type(self).__name__} takes a checkpoint path, got {path!r}")
+        if os.fspath(path).endswith((".npz", ".npy")):
+            raise ValueError(f"{os.fspath(path)!r} is a NumPy file, not a TensorFlow checkpoint; load it "
+                             "with SmartInit(path) or DictRestore(dict(np.load(path)))")
+        if isinstance(ignore, str):
+            ignore = (ignore,)
+        self.path = _resolve_checkpoint(path)
+        self.ignore = tuple(_strip_tensor_suffix(name).strip("/") for name in ignore)
+        self.strict = bool(strict)
+        self.ignore_mismatch = bool(ignore_mismatch)
+        self.resume = bool(resume)
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.path!r}{', resume=True' if self.resume else ''})"
+
+    def _run_init(self, trainer: Any) -> InitReport:
+        objects = checkpoint_objects_of(trainer, repr(self))
+        objects = {k: v for k, v in objects.items() if k not in SAVER_KEYS}
+        try:
+            match = match_checkpoint(self.path, objects)
+        except NameBasedCheckpointError:
+            return self._restore_by_name(trainer)
+        shapes = match.shapes
+        reachable = walk(objects)
+        names = {vid: _display_name(path, obj) for vid, (path, obj) in reachable.items()}
+
+        found = match.found
+        report = InitReport(source=f"checkpoint {self.path}")
+        report.missing = sorted(names[id(var)] for _, var in match.missing)
+        report.paths = {names[id(var)]: path for path, var in match.missing if names[id(var)] != path}
+        report.unused = list(match.unused)
+
+        ignored = frozenset(self._ignored_ids(objects, reachable, found))
+        kept = match.without(ignored) if ignored else match
+        if self.resume and kept.missing:
+            raise ResumeError(_resume_message(self, trainer, kept))
+        candidates = kept.found
+        mismatched = {vid: f"{names[vid]}: checkpoint {tuple(shapes[key])}, variable {tuple(var.shape)}"
+                      for vid, (key, var) in candidates.items() if tuple(shapes[key]) != tuple(var.shape)}
+        if mismatched and not self.ignore_mismatch:
+            raise ValueError(f"{self!r}: shapes differ for {'; '.join(mismatched.values())}. Pass "
+                             "ignore_mismatch=True to keep these variables as they are")
+        if mismatched:
+            logger.warning("%r: shapes differ, these variables keep their values: %s", self,
+                           "; ".join(mismatched.values()))
+        if self.strict and (report.missing or report.unused):
+            raise ValueError(f"{self!r} (strict): variables not in the checkpoint: {report.missing}; "
+                             f"checkpoint values with no variable: {report.unused}")
+
+        # a variable is a leaf: leaving one out changes no other match
+        restored = [vid for vid in candidates if vid not in mismatched]
+        report.restored = sorted(names[vid] for vid in restored)
+        report.skipped = sorted(names[vid] for vid in found if vid not in restored)
+        match.restore(ignored | frozenset(mismatched))
+        return report
+
+    def _restore_by_name(self, trainer: Any) -> InitReport:
+        """A name-based (TF1) checkpoint, as tensorpack's ``SaverRestore`` loaded it: each value
+        into the variable of its name (``conv0/W``: the TF1 name of a layer function's variable,
+        a ``tf.Variable`` name or a Keras path, as :class:`DictRestore` matches them). Variables
+        the checkpoint lacks keep their values and values no variable has are not used, both
+        warned with their names; tensorpack's optimizer slots and training-only values
+        (``conv0/W/Momentum``, ``EMA/...``, ``global_step``, ...) are reported at INFO level, and so
+        is the trainer's training state the checkpoint lacks (the Keras optimizer's variables: they
+        start fresh, as tensorpack's did when loading a model into a new optimizer). A shape
+        mismatch is a ValueError (tensorpack's Saver failed too), or with ``ignore_mismatch=True``
+        (``SaverRestoreRelaxed``) a warning, the variable keeping its value. ``ignore`` names values
+        not to load; ``resume=True`` is refused: a run resumes from its own object-based checkpoint."""
+        if self.resume:
+            raise ResumeError(f"cannot resume from {self.path}: it is a name-based (TF1) checkpoint, not one "
+                              "this run wrote; start from it with session_init=SmartInit(path) instead")
+        reader = tf.train.load_checkpoint(self.path)
+        names = sorted(reader.get_variable_to_shape_map())
+        values = {name: reader.get_tensor(name) for name in names if name not in self.ignore}
+        variables = _variables(checkpoint_objects_of(trainer, repr(self)))
+        # strict: nothing may change when the check fails, so the values are put back then
+        before = [(var, tf.identity(var).numpy()) for _, var in variables] if self.strict else []
+        try:
+            report = DictRestore(values, ignore_mismatch=self.ignore_mismatch)._run_init(trainer)
+        except ValueError as e:
+            raise ValueError(f"{self!r} (a name-based checkpoint): {e}") from None
+        report.source, report.by_name = f"checkpoint {self.path} (by name)", True
+        # the variables warned about by their TF1 names (conv0/W), as tensorpack did; Keras ones by their paths
+        tf1_names = {_display_name(path, var): (_display_name(path, var) if isinstance(var, keras.Variable)
+                                                else _strip_tensor_suffix(var.name)) for path, var in variables}
+        model = {_display_name(path, var) for path, var in variables if path.split("/", 1)[0] == "model"}
+        # (report.restored keeps the display names: predictors check them against their variables)
+        report.fresh = sorted(tf1_names.get(n, n) for n in report.missing if n not in model)
+        report.missing = sorted(tf1_names.get(n, n) for n in report.missing if n in model)
+        report.skipped = sorted([*(tf1_names.get(n, n) for n in report.skipped),
+                                 *(n for n in names if n in self.ignore)])
+        training_only = [n for n in report.unused if _is_training_name(n)]
+        report.unused = [n for n in report.unused if n not in training_only]
+        report.not_needed, report.not_needed_by = training_only, "the model (optimizer or training-only values)"
+        if self.strict and (report.missing or report.unused):
+            for var, value in before:
+                var.assign(value)
+            raise ValueError(f"{self!r} (strict): variables not in the checkpoint: {report.missing}; "
+                             f"checkpoint values with no variable: {report.unused}")
+        return report
+
+    def _ignored_ids(self, objects: Mapping[str, Any], reachable: Mapping[int, tuple[str, Any]],
+                     found: Mapping[int, tuple[str, Any]]) -> list[int]:
+        """ids of the objects named in ``ignore``."""
+        ids: dict[str, int] = {}
+        for vid, (path, obj) in reachable.items():
+            ids.setdefault(path, vid)
+            ids.setdefault(_display_name(path, obj), vid)
+        for vid, (key, _) in found.items():
+            ids.setdefault(value_name(key), vid)
+        unknown = [name for name in self.ignore if name not in ids]
+        if unknown:
+            raise ValueError(f"{self!r}: ignore={unknown} names nothing; name a key of "
+                             f"checkpoint_objects ({sorted(objects)}), a Keras variable path or a "
+                             "checkpoint key (as listed by tf.train.list_variables)")
+        return [ids[name] for name in self.ignore]
+
+
+_TRAINING_SUFFIXES = ("/Adam", "/Adam_1", "/Momentum", "/Adadelta", "/Adadelta_1", "/RMSProp", "/RMSProp_1",
+                      "/Adagrad", "/AccumGrad")
+
+
+def _is_training_name(name: str) -> bool:
+    """tensorpack's guess (``varmanip.is_training_name``) that a checkpoint value only serves
+    training (an optimizer slot, a summary's moving average, the step counter...)."""
+    return (name.endswith(_TRAINING_SUFFIXES) or name.startswith(("EMA/", "AccumGrad", "apply_gradients"))
+            or "/EMA/" in name or name in ("global_step", "learning_rate", "beta1_power", "beta2_power"))
+
+
+def _resume_message(init: CheckpointInit, trainer: Any, match: CheckpointMatch) -> str:
+    missing = [f"{path} ({var.path})" if isinstance(var, keras.Variable) and var.path != path else path
+               for path, var in sorted(match.missing, key=lambda pv: pv[0])]
+    unused = f" The checkpoint holds values that no variable matched: {_listing(match.unused)}." \
+        if match.unused else ""
+    return (
+        f"cannot resume {type(trainer).__name__} from its checkpoint {init.path}: the checkpoint has no "
+        f"value for {len(missing)} of its variables: {_listing(missing)}. Resuming would train them from "
+        f"fresh values, so nothing was restored and training does not start.{unused} A checkpoint "
+        "holds what its owners declare, by name: a renamed attribute or variable that a key comes "
+        "from changes it. Rename it back, or declare the keys (ModelDesc.checkpoint_objects(), "
+        "TowerFunc(fn, inputs, owner=...), the trainer's declare_checkpoint_objects(...)); to start "
+        "from this checkpoint as from a pretrained model instead, pass session_init=SmartInit(path) "
+        "(missing variables then keep their initial values, with a warning)")
+
+
+def _listing(names: Sequence[str], n: int = 30) -> str:
+    shown = ", ".join(names[:n])
+    return shown + (f", ... ({len(names) - n} more)" if len(names) > n else "")
+
+
+class SaverRestore(CheckpointInit):
+    """tensorpack's name for :class:`CheckpointInit`: ``SaverRestore(model_path, prefix=None, ignore=())``.
+
+    ``prefix`` (load a checkpoint into a name scope) has no meaning for object-based
+    checkpoints, which match values by object structure, not by name: it must be None.
+    To load a sub-model's checkpoint, list that sub-model in ``checkpoint_objects`` under
+    the name the checkpoint used, or use :class:`DictRestore` with renamed keys.
+    """
+
+    def __init__(self, model_path: str | os.PathLike, prefix: str | None = None, ignore: Iterable[str] = (),
+                 **kwargs: Any) -> None:
+        if prefix is not None:
+            raise TypeError(
+                f"{type(self).__name__}(prefix={prefix!r}): TF2 checkpoints match values by object "
+                "structure, not by variable name, so a name prefix means nothing. List the sub-model in "
+                "checkpoint_objects under the name the checkpoint used, or use DictRestore with renamed keys")
+        super().__init__(model_path, ignore, **kwargs)
+
+
+class SaverRestoreRelaxed(SaverRestore):
+    """:class:`SaverRestore` that skips (with a warning) values whose shape differs from their variable's."""
+
+    def __init__(self, model_path: str | os.PathLike, prefix: str | None = None,
+                 ignore: Iterable[str] = (), **kwargs: Any) -> None:
+        kwargs.setdefault("ignore_mismatch", True)
+        super().__init__(model_path, prefix, ignore, **kwargs)
