@@ -38,6 +38,7 @@ from .summary_recording import add_moving_summary, add_tensor_summary
 from .tfevent import TFEventWriter
 from .timing import EstimatedTimeLeft, ThroughputTracker
 from .trigger import EnableCallbackIf, PeriodicCallback, PeriodicTrigger
+from .variables import is_variable, to_numpy, variable_name
 
 __all__ = [
     # monitors and where they write
@@ -55,6 +56,8 @@ __all__ = [
     "HyperParam", "TFVariableParam", "GraphVarParam", "OptimizerParam", "ObjAttrParam", "NamedParam",
     "HyperParamSetter", "ScheduledHyperParamSetter", "HyperParamSetterWithFunc",
     "StatMonitorParamSetter", "HumanHyperParamSetter",
+    # variables and fetched values: one rule each
+    "is_variable", "variable_name", "to_numpy",
     # summaries
     "SummaryCollection", "get_summary_collection", "summary_collection_scope", "summary_collection_chosen",
     "default_summary_collection", "add_moving_summary", "add_tensor_summary", "MovingAverageSummary", "MergeAllSummaries",

@@ -29,6 +29,7 @@ import tensorflow as tf
 from tensorflow.core.protobuf import trackable_object_graph_pb2
 
 from .callback_state import MONITOR_STATE_KEY
+from .variables import is_variable
 
 __all__ = ["VALUE_SUFFIX", "OBJECT_GRAPH_KEY", "LOOP_STATE_KEY", "MONITOR_STATE_KEY", "BEST_STAT_KEY",
            "SAVE_COUNTER_KEY", "SAVER_KEYS", "value_name", "is_saver_key", "saver_checkpoint",
@@ -81,10 +82,6 @@ def checkpoint_value_names(path: str | os.PathLike) -> list[str]:
 
 
 # -- walking objects -----------------------------------------------------------------------------
-def is_variable(obj: Any) -> bool:
-    return isinstance(obj, (tf.Variable, tf.keras.Variable))
-
-
 def children(obj: Any) -> dict[str, Any]:
     """The trackable children of ``obj``, by local name (what a checkpoint key is made of)."""
     return tf.train.TrackableView.children(obj)

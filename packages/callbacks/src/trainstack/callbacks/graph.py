@@ -24,6 +24,7 @@ import tensorflow as tf
 from trainstack.loop import Callback, RunContext, RunValues
 
 from .logdir import get_logger_dir
+from .variables import is_variable, to_numpy, variable_name
 
 __all__ = ["RunOp", "RunUpdateOps", "ProcessTensors", "DumpTensors", "DumpTensor", "CheckNumerics"]
 
@@ -38,23 +39,6 @@ def _fetch_names(owner: str, names: str | Sequence[str]) -> list[str]:
             or not all(isinstance(n, str) and n for n in names)):
         raise TypeError(f"{owner}: expected a non-empty list of value names (str), got {names!r}")
     return [n[:-2] if n.endswith(":0") else n for n in names]
-
-
-def _to_numpy(value: Any) -> np.ndarray:
-    """A fetched value (eager tensor, NumPy or Python value) as NumPy; copies to the host."""
-    return np.asarray(value.numpy() if hasattr(value, "numpy") else value)
-
-
-def _is_variable(x: Any) -> bool:
-    """A tf.Variable or a Keras variable (recognised without importing Keras)."""
-    return isinstance(x, tf.Variable) or (
-        callable(getattr(x, "assign", None)) and hasattr(x, "dtype") and hasattr(x, "shape"))
-
-
-def _variable_name(v: Any) -> str:
-    name = getattr(v, "path", None) if not isinstance(v, tf.Variable) else None
-    name = name or getattr(v, "name", None) or repr(v)
-    return name[:-2] if name.endswith(":0") else name
 
 
 class RunOp(Callback):
@@ -154,7 +138,7 @@ class ProcessTensors(Callback):
         return self._names
 
     def _after_run(self, run_context: RunContext, run_values: RunValues) -> None:
-        self._fn(*[_to_numpy(v) for v in run_values.results])
+        self._fn(*[to_numpy(v) for v in run_values.results])
 
 
 class DumpTensors(ProcessTensors):
@@ -253,7 +237,7 @@ class CheckNumerics(Callback):
             return
         for name, value in zip(self._names, run_values.results):
             if not _all_finite(value):
-                arr = _to_numpy(value)
+                arr = to_numpy(value)
                 raise RuntimeError(
                     f"CheckNumerics: {name!r} has {int(np.isnan(arr).sum())} NaN and "
                     f"{int(np.isinf(arr).sum())} Inf values ({arr.size} in all) in step "
@@ -278,7 +262,7 @@ class CheckNumerics(Callback):
             return
         finite = self._all_finite().numpy()
         if not finite.all():
-            bad = [_variable_name(v) for v, ok in zip(self._variables, finite) if not ok]
+            bad = [variable_name(v) for v, ok in zip(self._variables, finite) if not ok]
             raise RuntimeError(f"CheckNumerics: NaN or Inf in variable(s) {bad} after step "
                                f"{self.global_step} {self._where()}")
 
@@ -287,7 +271,7 @@ class CheckNumerics(Callback):
         root = tf.train.Checkpoint(**objects) if isinstance(objects, Mapping) else objects
         view = tf.train.TrackableView(root)  # holds a weak reference: keep root alive
         found = [d for d in view.descendants()
-                 if _is_variable(d) and tf.as_dtype(d.dtype).is_floating]
+                 if is_variable(d) and tf.as_dtype(d.dtype).is_floating]
         if not found:
             logger.warning("CheckNumerics: trainer.checkpoint_objects holds no floating-point "
                            "variables; nothing to check")

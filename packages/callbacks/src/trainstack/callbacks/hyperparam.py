@@ -26,6 +26,8 @@ import tensorflow as tf
 
 from trainstack.loop import Trainer
 
+from .variables import is_variable
+
 __all__ = ["HyperParam", "TFVariableParam", "GraphVarParam", "OptimizerParam", "ObjAttrParam",
            "NamedParam"]
 
@@ -56,11 +58,6 @@ class HyperParam(abc.ABC):
         return f"{type(self).__name__}({self.readable_name!r})"
 
 
-def _is_variable(x: Any) -> bool:
-    """A tf.Variable or a Keras variable: something with a dtype, a shape and assign()."""
-    return isinstance(x, tf.Variable) or all(hasattr(x, a) for a in ("assign", "dtype", "shape", "numpy"))
-
-
 def _variable_names(var: Any) -> set[str]:
     name = str(getattr(var, "name", ""))
     names = {name, name.split(":")[0]}
@@ -77,7 +74,7 @@ def _all_variables(trainer: Trainer) -> list:
                           "variables in")
     found: dict[int, Any] = {}
     for obj in objects.values():
-        for var in [obj] if _is_variable(obj) else list(getattr(obj, "variables", ())):
+        for var in [obj] if is_variable(obj) else list(getattr(obj, "variables", ())):
             found.setdefault(id(var), var)
     return list(found.values())
 
@@ -148,7 +145,7 @@ class TFVariableParam(_VariableParam):
                 raise ValueError("a variable name must not be empty")
             self._var_name: str | None = variable
             super().__init__(None, readable_name or variable.split(":")[0])
-        elif _is_variable(variable):
+        elif is_variable(variable):
             self._var_name = None
             super().__init__(variable, readable_name or str(variable.name).split(":")[0])
         else:
@@ -195,7 +192,7 @@ def _optimizer_variable(optimizer: Any, attrname: str) -> Any:
     if not hasattr(optimizer, attrname):
         raise AttributeError(f"optimizer {opt_name} has no attribute {attrname!r}")
     value = getattr(optimizer, attrname)
-    if _is_variable(value):
+    if is_variable(value):
         return value
     if tf.is_tensor(value):
         raise TypeError(

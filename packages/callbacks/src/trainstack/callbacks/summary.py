@@ -37,7 +37,7 @@ from typing import Any
 import numpy as np
 import tensorflow as tf
 
-from .graph import _is_variable
+from .variables import is_variable
 
 __all__ = [
     "SummaryCollection", "get_summary_collection", "summary_collection_scope", "summary_collection_chosen",
@@ -224,7 +224,7 @@ class SummaryCollection:
         key = name + SUMMARY_TYPES[summary_type]
         kind = "histogram" if summary_type == "histogram" else "scalar"
         reduce = _REDUCTIONS[summary_type]
-        variable = _is_variable(tensor)
+        variable = is_variable(tensor)
         if not variable:
             tensor = _as_tensor(tensor, key)
         if summary_type == "scalar" and tensor.shape.rank != 0:

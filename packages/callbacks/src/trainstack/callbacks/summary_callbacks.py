@@ -24,8 +24,9 @@ from trainstack.loop import Callback, RunContext, RunValues
 from trainstack.loop.checks import check_int
 
 from .callback_state import NumbersState
-from .graph import _fetch_names, _to_numpy
+from .graph import _fetch_names
 from .summary import _DEFAULT, _WITH_FETCHED, SummaryCollection, _check_collection
+from .variables import to_numpy
 
 __all__ = ["MovingAverageSummary", "MergeAllSummaries", "SimpleMovingAverage"]
 
@@ -274,7 +275,7 @@ class SimpleMovingAverage(Callback):
     def _after_run(self, run_context: RunContext, run_values: RunValues) -> None:
         values = []
         for name, value in zip(self._names, run_values.results):
-            value = _to_numpy(value)
+            value = to_numpy(value)
             if value.ndim != 0:
                 raise ValueError(f"SimpleMovingAverage averages scalars; {name!r} has shape "
                                  f"{value.shape}")

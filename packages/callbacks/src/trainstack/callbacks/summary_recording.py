@@ -11,8 +11,8 @@ from typing import Any
 
 import tensorflow as tf
 
-from .graph import _is_variable
 from .summary import SUMMARY_TYPES, SummaryCollection, _check_collection, get_summary_collection
+from .variables import is_variable
 
 __all__ = ["add_moving_summary", "add_tensor_summary"]
 
@@ -99,7 +99,7 @@ def _names_for(tensors: Sequence[Any], name: Any, func: str) -> list[str]:
 
 
 def _tensor_name(t: Any, func: str) -> str:
-    if _is_variable(t) and not isinstance(t, tf.Variable):
+    if is_variable(t) and not isinstance(t, tf.Variable):
         raw = getattr(t, "path", None) or getattr(t, "name", None)  # a Keras variable
     else:
         try:

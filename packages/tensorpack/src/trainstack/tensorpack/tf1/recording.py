@@ -85,9 +85,10 @@ from tensorflow.python.eager import context as _eager_context
 from tensorflow.python.framework import func_graph as _func_graph
 
 from trainstack.callbacks import SummaryCollection, summary_collection_scope
+from trainstack.callbacks.variables import variable_name
+from trainstack.towers import TowerContext, TowerFunc
 from trainstack.towers.tower.gradproc import check_optimizer, unwrap_optimizer
 from trainstack.towers.tower.step import TracedStep
-from trainstack.towers.tower.tower import TowerContext, TowerFunc, variable_name
 
 from .switch import Patch
 from .train_optimizers import adapt_optimizer

@@ -17,7 +17,7 @@ from typing import Any
 
 import tensorflow as tf
 
-from trainstack.towers.tower.tower import TowerFunc
+from trainstack.towers import TowerFunc
 
 from .switch import current
 from .trainable import trainable_of, variable_name

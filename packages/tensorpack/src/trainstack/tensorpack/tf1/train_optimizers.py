@@ -62,6 +62,8 @@ import keras
 import numpy as np
 import tensorflow as tf
 
+from trainstack.callbacks.variables import is_variable
+
 __all__ = ["keras_optimizer_for", "adapt_optimizer", "apply_grad_processors", "TF1Optimizer", "TF1Adam", "TF1Momentum", "TF1GradientDescent",
            "TF1RMSProp", "SUPPORTED"]
 
@@ -73,7 +75,7 @@ def _hyper(value: Any, what: str) -> Any:
         raise TypeError(f"{what} must be a number, a tf.Variable or a callable, got {value!r}")
     if isinstance(value, (numbers.Real, np.floating, np.integer)):
         return float(value)
-    if _is_variable(value) or callable(value):
+    if is_variable(value) or callable(value):
         return value
     if isinstance(value, tf.Tensor):
         if tf.is_symbolic_tensor(value):
@@ -83,13 +85,9 @@ def _hyper(value: Any, what: str) -> Any:
     raise TypeError(f"{what} must be a number, a tf.Variable or a callable, got {value!r:.80}")
 
 
-def _is_variable(value: Any) -> bool:
-    return isinstance(value, (tf.Variable, keras.Variable))
-
-
 def _read(value: Any, dtype: tf.DType) -> tf.Tensor:
     """A hyperparameter's value at this step, as ``dtype``."""
-    if callable(value) and not _is_variable(value):
+    if callable(value) and not is_variable(value):
         value = value()
     return tf.cast(value, dtype)
 
@@ -120,14 +118,14 @@ class TF1Optimizer(keras.optimizers.Optimizer):
 
     def __init__(self, learning_rate: Any, *, name: str, use_locking: bool = False, **hypers: Any) -> None:
         lr = _hyper(learning_rate, f"{self.tf1_name}(learning_rate=)")
-        super().__init__(learning_rate=(lambda: lr) if _is_variable(lr) else lr, name=name)
+        super().__init__(learning_rate=(lambda: lr) if is_variable(lr) else lr, name=name)
         self.use_locking = bool(use_locking)
         self._hypers = {key: _hyper(value, f"{self.tf1_name}({key}=)") for key, value in hypers.items()}
         # variables given as hyperparameters are checkpointed with the optimizer (as TF1 graphs saved them)
-        if _is_variable(lr):
+        if is_variable(lr):
             self._tf1_learning_rate = lr
         for key, value in self._hypers.items():
-            if _is_variable(value):
+            if is_variable(value):
                 setattr(self, f"_tf1_{key}", value)
 
     def hyper(self, key: str, dtype: tf.DType) -> tf.Tensor:

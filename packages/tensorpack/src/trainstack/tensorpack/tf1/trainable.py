@@ -5,7 +5,8 @@ from typing import Any
 
 import keras
 
-from trainstack.towers.tower.tower import TowerFunc, variable_name
+from trainstack.callbacks.variables import variable_name
+from trainstack.towers import TowerFunc
 
 __all__ = ["trainable_of", "variables_of", "keras_paths", "variable_name"]
 

@@ -25,7 +25,8 @@ from trainstack.callbacks import summary_collection_scope
 from trainstack.inputs import FeedfreeInput
 
 from ..session.devices import check_devices, resolve_devices
-from ..tower.tower import TowerContext, TowerFunc
+from ..tower.context import TowerContext
+from ..tower.tower import TowerFunc
 from .inference import Inferencer
 from .inference_runner import InferenceRunner
 

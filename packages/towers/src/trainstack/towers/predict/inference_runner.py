@@ -34,7 +34,8 @@ from trainstack.inputs import InputError, InputSource, QueueInput, TFDatasetInpu
 from trainstack.loop import Callback, Callbacks, RunContext, Trainer
 from trainstack.loop.checks import check_int
 
-from ..tower.tower import TowerContext, TowerFunc
+from ..tower.context import TowerContext
+from ..tower.tower import TowerFunc
 from .inference import Inferencer
 from .predictor import predict_device
 

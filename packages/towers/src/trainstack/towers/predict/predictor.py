@@ -37,7 +37,8 @@ from trainstack.callbacks import summary_collection_scope
 from trainstack.inputs import InputSignatureError, check_datapoint
 from trainstack.loop.checks import check_int
 
-from ..tower.tower import TowerContext, TowerFunc
+from ..tower.context import TowerContext
+from ..tower.tower import TowerFunc
 
 __all__ = ["OnlinePredictor", "predict_device"]
 

@@ -36,10 +36,8 @@ from typing import Any
 
 import keras
 
-from trainstack.callbacks.checkpoint_layout import (
-    is_variable,
-    walk,
-)
+from trainstack.callbacks.checkpoint_layout import walk
+from trainstack.callbacks.variables import is_variable
 
 __all__ = ["InitReport", "SessionInit", "JustCurrentSession", "ChainInit", "ResumeError"]
 

@@ -3,6 +3,7 @@
 The bottom of trainstack.towers (tensorpack's ``tfutils/tower.py``, ``graph_builder/``
 and ``ModelDesc``): what trainers and predictors build their graphs from.
 """
+from .context import TowerContext, get_current_tower_context
 from .eager import check_eager_execution, eager_execution
 from .gradproc import (
                     FilterNoneGrad,
@@ -14,10 +15,11 @@ from .gradproc import (
                     SummaryGradient,
                     apply_grad_processors,
 )
+from .handles import TowerHandle, TowerHandles
 from .keras_model import KerasModelDesc
 from .model_desc import ModelDesc, ModelDescBase
 from .step import RetraceError, TracedStep
-from .tower import TowerContext, TowerFunc, TowerHandle, TowerHandles, VariableReuseError, get_current_tower_context
+from .tower import TowerFunc, VariableReuseError
 
 __all__ = [
     "TowerContext", "get_current_tower_context", "TowerFunc", "TowerHandle", "TowerHandles",

@@ -9,7 +9,7 @@ Give them to a trainer by wrapping the model's optimizer::
 The trainer recognizes the wrapper: ``trainer.optimizer`` is the Keras
 optimizer inside (what hyperparameter setters change) and the processors run
 in the traced step, in order, before ``apply_gradients``. Variables are
-matched by :func:`~trainstack.towers.tower.tower.variable_name` (``dense/kernel``).
+matched by :func:`~trainstack.callbacks.variables.variable_name` (``dense/kernel``).
 
 An optimizer of TF1's API (``tf.compat.v1.train.AdamOptimizer``, ...) is refused by
 :func:`check_optimizer`, with the Keras optimizer to use; ``trainstack.tensorpack``'s ModelDesc
@@ -25,9 +25,8 @@ from typing import Any
 import tensorflow as tf
 
 from trainstack.callbacks import add_moving_summary, add_tensor_summary
+from trainstack.callbacks.variables import variable_name
 from trainstack.loop.checks import check_number
-
-from .tower import variable_name
 
 __all__ = ["GradientProcessor", "FilterNoneGrad", "GlobalNormClip", "MapGradient", "ScaleGradient",
            "SummaryGradient", "ProcessedOptimizer", "apply_grad_processors", "unwrap_optimizer",

@@ -102,9 +102,9 @@ class ModelDescBase(abc.ABC):
         Variables the model creates that no declared object reaches are kept under
         ``model/untracked/<variable name>``.
         """
-        from .tower import _model_parts  # noqa: PLC0415
+        from .owner import model_parts  # noqa: PLC0415
 
-        return _model_parts(self)
+        return model_parts(self)
 
     @property
     def input_names(self) -> list[str]:
@@ -114,7 +114,7 @@ class ModelDescBase(abc.ABC):
     def training(self) -> bool:
         """Whether the tower being built is a training tower (tensorpack's ``self.training``):
         ``get_current_tower_context().is_training``. Only inside ``build_graph``."""
-        from .tower import get_current_tower_context  # noqa: PLC0415
+        from .context import get_current_tower_context  # noqa: PLC0415
 
         ctx = get_current_tower_context()
         if ctx is None:

@@ -52,7 +52,7 @@ from trainstack.loop import Callback
 
 from ..session.devices import all_gpus
 from ..tower.gradproc import check_optimizer
-from ..tower.tower import _frozen_ids
+from ..tower.owner import frozen_variable_ids
 from .construction import reject_options
 from .multigpu import MultiGPUTrainerBase
 from .trainer import TowerResult
@@ -172,7 +172,7 @@ class SyncMultiGPUTrainerReplicated(MultiGPUTrainerBase):
                 "that in the strategy's scope")
         # the first tower was built in cross-replica context, where the model read the first
         # copy of each variable: train the mirrored variables themselves
-        frozen = _frozen_ids(self.tower_func.model_owner)
+        frozen = frozen_variable_ids(self.tower_func.model_owner)
         mirrored = [_container(v) for v in self._trainable]
         self._trainable = [v for v in mirrored if id(v) not in frozen]
         if self._trains and not self._trainable:

@@ -52,12 +52,15 @@ from trainstack.inputs import InputSource, QueueInput, normalize_signature
 from trainstack.loop import Callback, MonitorBase, Trainer, check_int
 
 from ..predict.predictor import OnlinePredictor, predict_device
+from ..tower.context import TowerContext
 from ..tower.eager import runs_eagerly
 from ..tower.gradproc import FilterNoneGrad, GradientProcessor, ProcessedOptimizer, check_optimizer, unwrap_optimizer
+from ..tower.handles import TowerHandle
 from ..tower.model_desc import tower_func_of
+from ..tower.owner import frozen_variable_ids
 from ..tower.rng import rng_checkpoint
 from ..tower.step import TracedStep
-from ..tower.tower import TowerContext, TowerFunc, TowerHandle, _frozen_ids
+from ..tower.tower import TowerFunc
 from .construction import Constructed, own_collection, own_summaries, refuse_config
 from .nonfinite import NonFiniteCheck, apply_if_finite
 from .tower_summaries import TowerSummaries
@@ -604,7 +607,7 @@ class SingleCostTrainer(TowerTrainer):
             return _check_cost(cost, self.tower_func)
 
         tf.function(build, input_signature=[self.input.feed_signature()]).get_concrete_function()
-        frozen = _frozen_ids(self.tower_func.model_owner)
+        frozen = frozen_variable_ids(self.tower_func.model_owner)
         self._trainable = [v for v in found if v.trainable and id(v) not in frozen]
         if self._trains and not self._trainable:
             raise ValueError(f"the cost of tower function {self.tower_func!r} depends on no trainable "

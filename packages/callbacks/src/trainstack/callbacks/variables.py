@@ -1,0 +1,34 @@
+"""One rule each for variables and fetched values, shared by every layer above the loop.
+
+- :func:`is_variable`: a ``tf.Variable`` or a Keras 3 variable (``keras.Variable``, which wraps one);
+- :func:`variable_name`: a variable's name without ``:0`` (a Keras variable: its ``path``,
+  ``dense/kernel``);
+- :func:`to_numpy`: a fetched value (an eager tensor, a variable, NumPy or a Python value) as
+  NumPy, copied to the host.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import tensorflow as tf
+
+__all__ = ["is_variable", "variable_name", "to_numpy"]
+
+
+def is_variable(x: Any) -> bool:
+    """Whether ``x`` is a ``tf.Variable`` or a Keras variable."""
+    return isinstance(x, (tf.Variable, tf.keras.Variable))
+
+
+def variable_name(v: Any) -> str:
+    """``v``'s name without ``:0``: a Keras variable's ``path`` (``dense/kernel``), a
+    ``tf.Variable``'s ``name``; ``repr(v)`` for an object with neither."""
+    name = getattr(v, "path", None) if not isinstance(v, tf.Variable) else None
+    name = name or getattr(v, "name", None) or repr(v)
+    return name[:-2] if name.endswith(":0") else name
+
+
+def to_numpy(value: Any) -> np.ndarray:
+    """A fetched value (eager tensor, variable, NumPy or Python value) as NumPy; copies to the host."""
+    return np.asarray(value.numpy() if hasattr(value, "numpy") else value)
