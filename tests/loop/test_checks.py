@@ -8,7 +8,7 @@ import re
 import pytest
 
 import trainstack.loop
-from trainstack.loop.checks import ArgumentError, check_int, check_number, check_pair, is_int
+from trainstack.loop.checks import ArgumentError, check_bool, check_int, check_number, check_pair, is_int
 
 
 class IntLike:
@@ -156,3 +156,34 @@ def test_check_pair_refuses_what_is_not_one_or_two_integers(value):
     with pytest.raises(ArgumentError, match=re.escape(
             f"Conv2D(kernel_size=...) must be a positive integer or a pair of them, got {value!r}")):
         check_pair("Conv2D", "kernel_size", value, minimum=1)
+
+
+@pytest.mark.parametrize("value", [True, False])
+def test_check_bool_returns_the_flag(value):
+    assert check_bool("SimpleTrainer", "xla_compile", value) is value
+
+
+def test_check_bool_accepts_numpy_booleans_as_bool():
+    np = pytest.importorskip("numpy")
+    assert check_bool("X", "flag", np.bool_(True)) is True
+    assert check_bool("X", "flag", np.array(False)[()]) is False
+
+
+@pytest.mark.parametrize("value", ["no", "yes", "", 0, 1, 1.0, None, [], [True]])
+def test_check_bool_refuses_anything_but_a_flag_naming_owner_argument_and_value(value):
+    with pytest.raises(ArgumentError, match=re.escape(f"SimpleTrainer(xla_compile=...) must be True or False, "
+                                                      f"got {value!r}")):
+        check_bool("SimpleTrainer", "xla_compile", value)
+
+
+def test_check_bool_none_ok_and_own_error():
+    assert check_bool("X", "flag", None, none_ok=True) is None
+    with pytest.raises(ArgumentError, match=r"must be True or False or None, got 'no' \(a hint\)"):
+        check_bool("X", "flag", "no", none_ok=True, note="a hint")
+
+    class MyError(ValueError):
+        pass
+
+    with pytest.raises(MyError):
+        check_bool("X", "flag", "no", error=MyError)
+    assert trainstack.loop.check_bool is check_bool and "check_bool" in trainstack.loop.__all__

@@ -5,7 +5,7 @@ Pure Python: nothing here imports a third-party package.
 from ._console import install_console_handler as _install_console_handler
 from .argtools import memoized, memoized_method
 from .callback import HOOKS, Callback
-from .checks import ArgumentError, check_int, check_number, is_int
+from .checks import ArgumentError, check_bool, check_int, check_number, is_int
 from .group import Callbacks
 from .interrupt import TrainingInterrupted, second_signal_hint, stop_after_this_step
 from .monitors import MonitorBase, Monitors
@@ -26,7 +26,7 @@ __all__ = [
     # what trainstack.distributed's signal handling builds on
     "second_signal_hint", "stop_after_this_step",
     # argument checks shared by every layer (trainstack.loop.checks)
-    "ArgumentError", "check_int", "check_number", "is_int",
+    "ArgumentError", "check_bool", "check_int", "check_number", "is_int",
     # tensorpack.utils.argtools
     "memoized", "memoized_method",
 ]

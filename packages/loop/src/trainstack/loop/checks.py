@@ -1,7 +1,8 @@
 """Argument checks shared by every trainstack layer: one rule, one error message.
 
 Every constructor or function of trainstack that takes a count, an index or a size
-checks it with :func:`check_int` (numbers: :func:`check_number`), so that all of them
+checks it with :func:`check_int` (numbers: :func:`check_number`, flags: :func:`check_bool`),
+so that all of them
 accept the same values and say the same thing when given a wrong one::
 
     >>> check_int("RepeatedDataPoint", "num", 2.7, minimum=1)
@@ -18,6 +19,10 @@ The rule for integers:
   to 2 hides a bug. Pass ``int(x)`` where a float is meant;
 - bounds are inclusive; ``none_ok=True`` also accepts (and returns) ``None``.
 
+The rule for flags (:func:`check_bool`): ``True`` and ``False`` (and NumPy's booleans), nothing
+else. ``"no"``, ``0`` or ``None`` are refused rather than read by their truth value:
+``bool("no")`` is True.
+
 :class:`ArgumentError`, raised for a wrong value, is both a ``ValueError`` and a
 ``TypeError``: code written against either of the errors the checks used to raise
 keeps catching it.
@@ -30,7 +35,7 @@ from __future__ import annotations
 import numbers
 from typing import Any, Literal, cast, overload
 
-__all__ = ["ArgumentError", "check_int", "check_number", "check_pair", "is_int"]
+__all__ = ["ArgumentError", "check_bool", "check_int", "check_number", "check_pair", "is_int"]
 
 
 class ArgumentError(ValueError, TypeError):
@@ -86,6 +91,25 @@ def check_int(owner: str, arg: str, value: Any, *, minimum: int | None = None,
     if not is_int(value, minimum, maximum):
         raise _fail(owner, arg, _expected_int(minimum, maximum), value, none_ok, note, error)
     return int(value)
+
+
+@overload
+def check_bool(owner: str, arg: str, value: Any, *, none_ok: Literal[False] = ..., note: str | None = ...,
+               error: type[Exception] = ...) -> bool: ...
+@overload
+def check_bool(owner: str, arg: str, value: Any, *, none_ok: bool, note: str | None = ...,
+               error: type[Exception] = ...) -> bool | None: ...
+def check_bool(owner: str, arg: str, value: Any, *, none_ok: bool = False, note: str | None = None,
+               error: type[Exception] = ArgumentError) -> bool | None:
+    """``value`` as a ``bool``, or raise: only ``True``/``False`` (NumPy's booleans too) are
+    flags; the message reads ``Owner(arg=...) must be True or False, got <value!r>``. With
+    ``none_ok``, ``None`` is accepted and returned."""
+    if value is None and none_ok:
+        return None
+    kind = type(value)
+    if isinstance(value, bool) or (kind.__module__ == "numpy" and kind.__name__ in ("bool_", "bool")):
+        return bool(value)
+    raise _fail(owner, arg, "True or False", value, none_ok, note, error)
 
 
 def _expected_number(minimum: float | None, greater_than: float | None) -> str:
