@@ -5,7 +5,7 @@
 Every step of a SingleCostTrainer checks its loss and the gradients it applies for NaN and
 Inf and writes the first bad step and tensor into a variable (see
 ``trainstack/towers/trainers/nonfinite.py``). This compares, side by side, SimpleTrainer with
-the record on (the default) and off (``trainer.record_nonfinite = False``), and with
+the record on (the default) and off (``SimpleTrainer(record_nonfinite=False)``), and with
 ``skip_nonfinite_steps=True`` (the same checks, the update under a ``tf.cond``, the moving
 averages kept back to the end of the step), each fed by ``TFDatasetInput`` (the input that
 costs the least, so the checks weigh the most):
@@ -89,8 +89,7 @@ def contender(workload: str, record: bool | str, skip: bool, steps_per_run: int)
 
     def block(epochs: int, steps: int) -> list[float]:
         clock = EpochClock()
-        trainer = SimpleTrainer(skip_nonfinite_steps=skip, steps_per_run=steps_per_run)
-        trainer.record_nonfinite = record
+        trainer = SimpleTrainer(skip_nonfinite_steps=skip, steps_per_run=steps_per_run, record_nonfinite=record)
         config = TrainConfig(model=Model(), data=TFDatasetInput(make_dataset()), callbacks=[clock],
                              steps_per_epoch=steps, max_epoch=epochs)
         launch_train_with_config(config, trainer)

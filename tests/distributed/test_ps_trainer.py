@@ -88,3 +88,16 @@ def test_ps_trainer_needs_the_chief_of_a_ps_cluster() -> None:
         DistributedTrainerParameterServer(cluster, "worker", 1)
     with pytest.raises(ValueError, match=r"lacks \['chief', 'ps'\]"):
         DistributedTrainerParameterServer(local_cluster(2), "worker", 0)
+
+
+@pytest.mark.parametrize("option, value", [("steps_per_run", 2), ("gradient_accumulation_steps", 2),
+                                           ("xla_compile", True), ("mixed_precision", True),
+                                           ("skip_nonfinite_steps", True)])
+def test_ps_trainer_refuses_the_step_options_its_scheduled_step_has_not(option, value) -> None:
+    # refused before anything connects: the cluster below is the chief's, nothing listens
+    cluster = local_cluster(1, num_ps=1, chief=True)
+    with pytest.raises(ValueError, match=rf"DistributedTrainerParameterServer\({option}={value!r}\): "
+                                         r"DistributedTrainerParameterServer does not support this step option"):
+        DistributedTrainerParameterServer(cluster, "chief", 0, **{option: value})
+    with pytest.raises(TypeError, match=r"unknown step option\(s\) \['xla'\]"):
+        DistributedTrainerParameterServer(cluster, "chief", 0, xla=True)

@@ -45,13 +45,13 @@ INPUTS = ["dataflow", "feed", "queue", "batchqueue", "dataset", "tensor", "stagi
           "staging-batchqueue", "staging-dataset", "staging-tensor", "multiprocess", "remote"]
 
 
-def make_trainer(spec: str, devices: list[str]) -> Any:
+def make_trainer(spec: str, devices: list[str], **step_options: Any) -> Any:
     import trainstack.towers as towers
 
     name, kwargs = TRAINERS[spec]
     if name == "SimpleTrainer":
-        return towers.SimpleTrainer()
-    return getattr(towers, name)(devices, **kwargs)
+        return towers.SimpleTrainer(**step_options)
+    return getattr(towers, name)(devices, **kwargs, **step_options)
 
 
 class _Server:
@@ -175,9 +175,8 @@ def matrix_case(devices: list[str], trainer_spec: str, num_towers: int, input_ki
     try:
         config = TrainConfig(model=model, max_epoch=1, steps_per_epoch=STEPS, callbacks=[recorder],
                              monitors=[], **make_input(input_kind, batches, closers))
-        trainer = make_trainer(trainer_spec, devices[:num_towers])
-        trainer.steps_per_run = steps_per_run
-        trainer.gradient_accumulation_steps = accumulate
+        trainer = make_trainer(trainer_spec, devices[:num_towers], steps_per_run=steps_per_run,
+                               gradient_accumulation_steps=accumulate)
         assert getattr(trainer, "num_towers", 1) == num_towers, (trainer_spec, num_towers)
         launch_train_with_config(config, trainer)
     finally:

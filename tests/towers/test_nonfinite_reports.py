@@ -100,8 +100,7 @@ def test_the_record_names_the_step_inside_a_multi_step_call(logger_dir):
 
 def test_record_nonfinite_loss_records_only_the_loss(logger_dir):
     # without the gradients' check, the NaN gradient of step 3 is seen as step 4's loss
-    trainer = SimpleTrainer()
-    trainer.record_nonfinite = "loss"
+    trainer = SimpleTrainer(record_nonfinite="loss")
     with pytest.raises(NonFiniteError) as info:
         launch_train_with_config(config(batches(bad_step=3, fill=0.0), [TerminateOnNaN(["cost"])]),
                                  trainer)
@@ -109,10 +108,9 @@ def test_record_nonfinite_loss_records_only_the_loss(logger_dir):
 
 
 def test_record_nonfinite_takes_true_loss_or_false():
-    trainer = SimpleTrainer()
-    trainer.record_nonfinite = "gradients"
-    with pytest.raises(ValueError, match="record_nonfinite must be True .* 'loss' or False"):
-        launch_train_with_config(config(batches()), trainer)
+    with pytest.raises(ValueError, match=r"SimpleTrainer\(record_nonfinite=\.\.\.\) must be True or False, got "
+                                         r"'gradients' \(True: the loss and the gradients; 'loss': the loss only"):
+        SimpleTrainer(record_nonfinite="gradients")
 
 
 # -- 2. skipped steps: named, and kept out of the moving averages ------------------------------

@@ -42,6 +42,9 @@ def test_every_tower_skips_together(cpus):
 
 
 def test_the_option_is_a_bool(classifier):
-    assert SimpleTrainer(skip_nonfinite_steps=1).skip_nonfinite_steps is True
-    with pytest.raises(TypeError):
+    assert SimpleTrainer(skip_nonfinite_steps=True).skip_nonfinite_steps is True
+    with pytest.raises(TypeError, match=r"SimpleTrainer\(skip_nonfinite_steps=\.\.\.\) must be True or False, got 1"):
+        SimpleTrainer(skip_nonfinite_steps=1)
+    with pytest.raises(TypeError, match=r"unknown step option\(s\) \['skip_nonfinite_step'\]; the step options "
+                                        r"are \[.*'skip_nonfinite_steps'"):
         SimpleTrainer(skip_nonfinite_step=True)

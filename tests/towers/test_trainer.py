@@ -165,10 +165,7 @@ def test_xla_compile_really_compiles(classifier, dataflow, setup):
 
 
 def test_xla_compile_with_a_queue_input(model, dataflow, setup):
-    class XLAQueueTrainer(QueueInputTrainer):
-        xla_compile = True
-
-    trainer = setup(XLAQueueTrainer(), model, dataflow)
+    trainer = setup(QueueInputTrainer(xla_compile=True), model, dataflow)
     costs = train_costs(trainer, steps=10, epochs=2)
     assert np.mean(costs[-10:]) < np.mean(costs[:10])
 

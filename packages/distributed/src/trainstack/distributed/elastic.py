@@ -53,6 +53,7 @@ from trainstack.callbacks.callback_state import stateful_callbacks
 from trainstack.inputs import InputSource
 from trainstack.loop import Callback, MonitorBase
 from trainstack.loop.checks import check_int
+from trainstack.towers import StepOptions
 from trainstack.towers.tower.step import TracedStep
 
 from .elastic_callbacks import ChiefGate, ChiefGatedMonitor, notify_world_size_change
@@ -94,10 +95,10 @@ class ElasticHorovodTrainer(HorovodTrainer):
 
     def __init__(self, average: bool = True, compression: Any = None, broadcast_every_epoch: bool | None = None,
                  *, commit_every: int = DEFAULT_COMMIT_EVERY, stall_shutdown_s: float | None = None,
-                 xla_compile: bool | None = None, steps_per_run: int | None = None) -> None:
+                 options: StepOptions | None = None, **step_options: Any) -> None:
         self.commit_every = check_int("ElasticHorovodTrainer", "commit_every", commit_every, minimum=1)
         super().__init__(average, compression, broadcast_every_epoch, stall_shutdown_s=stall_shutdown_s,
-                         xla_compile=xla_compile, steps_per_run=steps_per_run)
+                         options=options, **step_options)
         _horovod_elastic()  # fail here, not mid-run, when Horovod lacks its elastic module
         #: whether horovodrun's elastic driver started this process (else: a fixed world)
         self.under_elastic_driver = bool(os.environ.get("HOROVOD_GLOO_RENDEZVOUS_ADDR")) and \

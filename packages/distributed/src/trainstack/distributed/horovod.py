@@ -51,7 +51,8 @@ import tensorflow as tf
 from trainstack.callbacks import get_logger_dir
 from trainstack.inputs import FeedInput, InputSource
 from trainstack.loop import Callback, MonitorBase, TrainLoop
-from trainstack.towers import SingleCostTrainer
+from trainstack.loop.checks import check_bool
+from trainstack.towers import SingleCostTrainer, StepOptions
 
 from ._writers import without_logger_dir_writers
 from .interrupt import AgreedInterrupt
@@ -91,10 +92,11 @@ class HorovodTrainer(AgreedInterrupt, SingleCostTrainer):
     BROADCAST_EVERY_EPOCH: bool = False
 
     def __init__(self, average: bool = True, compression: Any = None, broadcast_every_epoch: bool | None = None,
-                 *, stall_shutdown_s: float | None = None, xla_compile: bool | None = None,
-                 steps_per_run: int | None = None) -> None:
-        if not isinstance(average, bool):
-            raise TypeError(f"HorovodTrainer(average=...) must be a bool, got {average!r}")
+                 *, stall_shutdown_s: float | None = None, options: StepOptions | None = None,
+                 **step_options: Any) -> None:
+        average = check_bool(type(self).__name__, "average", average)
+        broadcast_every_epoch = check_bool(type(self).__name__, "broadcast_every_epoch", broadcast_every_epoch,
+                                           none_ok=True)
         if stall_shutdown_s is not None:
             if not stall_shutdown_s > 0:
                 raise ValueError(f"HorovodTrainer(stall_shutdown_s=...) must be positive, got {stall_shutdown_s!r}")
@@ -107,10 +109,10 @@ class HorovodTrainer(AgreedInterrupt, SingleCostTrainer):
         self.compression = _compressor(hvd, compression)
         self.average = average
         if broadcast_every_epoch is not None:
-            self.BROADCAST_EVERY_EPOCH = bool(broadcast_every_epoch)
+            self.BROADCAST_EVERY_EPOCH = broadcast_every_epoch
         hvd.init()
         _pin_gpu(hvd.local_rank())
-        super().__init__(xla_compile=xla_compile, steps_per_run=steps_per_run)
+        super().__init__(options=options, **step_options)
         self._init_stop_agreement()  # a SIGTERM stops every rank after the same step (interrupt.py)
         logger.info("HorovodTrainer: rank %d of %d (local rank %d).", self.rank, self.size, self.local_rank)
 

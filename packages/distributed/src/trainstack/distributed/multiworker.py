@@ -46,10 +46,11 @@ from typing import Any
 import tensorflow as tf
 
 from trainstack.loop import Callback, MonitorBase
-from trainstack.towers import SingleCostTrainer
+from trainstack.loop.checks import check_bool
+from trainstack.towers import SingleCostTrainer, StepOptions
 from trainstack.towers.tower.gradproc import check_optimizer
 from trainstack.towers.trainers.replicated import create_variables_outside_function
-from trainstack.towers.trainers.trainer import TowerResult
+from trainstack.towers.trainers.tower_result import TowerResult
 
 from ._writers import without_logger_dir_writers
 from .cluster import ClusterSpec
@@ -123,15 +124,14 @@ class DistributedTrainerReplicated(AgreedInterrupt, SingleCostTrainer):
     def __init__(self, cluster: ClusterSpec | Mapping[str, Any] | None = None,
                  task_type: str | None = None, task_index: int | None = None, *,
                  average: bool = True, timeout_seconds: float | None = 60.0,
-                 implementation: str | None = None, xla_compile: bool | None = None,
-                 steps_per_run: int | None = None) -> None:
-        if not isinstance(average, bool):
-            raise TypeError(f"DistributedTrainerReplicated(average=...) must be a bool, got {average!r}")
+                 implementation: str | None = None, options: StepOptions | None = None,
+                 **step_options: Any) -> None:
+        average = check_bool(type(self).__name__, "average", average)
         self.cluster_spec = ClusterSpec.resolve(cluster, task_type, task_index)
         self.average = average
         self.strategy = make_strategy(self.cluster_spec, timeout_seconds=timeout_seconds,
                                       implementation=implementation)
-        super().__init__(xla_compile=xla_compile, steps_per_run=steps_per_run)
+        super().__init__(options=options, **step_options)
         self.is_chief = self.cluster_spec.is_chief
         self._init_stop_agreement()  # a SIGTERM stops every worker after the same step (interrupt.py)
 

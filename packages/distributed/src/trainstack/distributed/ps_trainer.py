@@ -50,10 +50,11 @@ import tensorflow as tf
 
 from trainstack.inputs import TFDatasetInput, normalize_signature
 from trainstack.loop import Callback
-from trainstack.towers import SingleCostTrainer, TowerContext, launch_train_with_config
+from trainstack.towers import SingleCostTrainer, StepOptions, TowerContext, launch_train_with_config
 from trainstack.towers.tower.gradproc import check_optimizer, unwrap_optimizer
 from trainstack.towers.tower.model_desc import tower_func_of
 from trainstack.towers.trainers.replicated import create_variables_outside_function
+from trainstack.towers.trainers.step_options import resolve_step_options
 
 from .cluster import ClusterSpec
 from .evaluator import refuse_evaluator
@@ -137,8 +138,20 @@ class DistributedTrainerParameterServer(SingleCostTrainer):
     ``worker`` tasks; this process must be its ``chief``.
     """
 
+    #: its step is one tower scheduled on a worker by the ClusterCoordinator, without these
+    unsupported_options = {
+        "steps_per_run": "the coordinator schedules one step per call",
+        "xla_compile": "the workers run the step the coordinator schedules, uncompiled",
+        "gradient_accumulation_steps": "each scheduled step applies its one batch's gradients",
+        "mixed_precision": "the step applies its gradients without loss scaling",
+        "skip_nonfinite_steps": "the scheduled step has no non-finite check",
+    }
+
     def __init__(self, cluster: ClusterSpec | Mapping[str, Any] | None = None,
-                 task_type: str | None = None, task_index: int | None = None) -> None:
+                 task_type: str | None = None, task_index: int | None = None, *,
+                 options: StepOptions | None = None, **step_options: Any) -> None:
+        # checked before anything connects to the cluster
+        options = resolve_step_options(type(self).__name__, options, step_options, self.unsupported_options)
         spec = ClusterSpec.resolve(cluster, task_type, task_index, local=False)
         refuse_evaluator(spec, "DistributedTrainerParameterServer")
         missing = [t for t in ("chief", "worker", "ps") if t not in spec.cluster]
@@ -151,7 +164,7 @@ class DistributedTrainerParameterServer(SingleCostTrainer):
         self.cluster_spec = spec
         self.strategy = tf.distribute.ParameterServerStrategy(spec.cluster_resolver())
         self.coordinator = tf.distribute.coordinator.ClusterCoordinator(self.strategy)
-        super().__init__()
+        super().__init__(options=options)
         self.is_chief = True
         self._dataset_fn: Callable[[], tf.data.Dataset] | tf.data.Dataset | None = None
         self._iterator: Any = None

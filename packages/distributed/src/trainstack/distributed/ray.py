@@ -39,6 +39,7 @@ from typing import TYPE_CHECKING, Any
 from trainstack.callbacks import ModelSaver
 from trainstack.loop import Callback
 from trainstack.loop.checks import check_int
+from trainstack.towers import StepOptions
 
 if TYPE_CHECKING:  # pragma: no cover
     from trainstack.towers import TrainConfig
@@ -51,7 +52,7 @@ logger = logging.getLogger("trainstack.distributed")
 
 INSTALL_HINT = "install it with: pip install 'trainstack-distributed[ray]'"
 #: the DistributedTrainerReplicated arguments ``trainer_kwargs`` may set (Ray gives the cluster)
-TRAINER_KWARGS = ("average", "timeout_seconds", "implementation", "xla_compile", "steps_per_run")
+TRAINER_KWARGS = ("average", "timeout_seconds", "implementation", "options", *StepOptions.names())
 #: the environment variable Ray Train's TensorFlow backend sets to "1" in every worker; trainstack
 #: is on Keras 3 (``tf.keras`` must stay Keras 3), so the worker puts back the driver's value
 LEGACY_KERAS_VAR = "TF_USE_LEGACY_KERAS"

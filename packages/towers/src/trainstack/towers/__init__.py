@@ -80,6 +80,7 @@ from .trainers import (
                     QueueInputTrainer,
                     SimpleTrainer,
                     SingleCostTrainer,
+                    StepOptions,
                     SyncMultiGPUTrainer,
                     SyncMultiGPUTrainerParameterServer,
                     SyncMultiGPUTrainerReplicated,
@@ -91,7 +92,7 @@ __all__ = [
     "TowerContext", "get_current_tower_context", "TowerFunc", "TowerHandle", "TowerHandles",
     "VariableReuseError", "ModelDescBase", "ModelDesc", "KerasModelDesc", "GradientProcessor", "FilterNoneGrad",
     "GlobalNormClip", "MapGradient", "ScaleGradient", "SummaryGradient", "ProcessedOptimizer",
-    "apply_grad_processors", "TracedStep", "RetraceError", "TowerTrainer", "SingleCostTrainer",
+    "apply_grad_processors", "TracedStep", "RetraceError", "TowerTrainer", "SingleCostTrainer", "StepOptions",
     "SimpleTrainer", "QueueInputTrainer", "NoOpTrainer", "OnlinePredictor",
     # init (H4)
     "SessionInit", "JustCurrentSession", "CheckpointInit", "SaverRestore", "SaverRestoreRelaxed",

@@ -16,8 +16,7 @@ from typing import Any
 import tensorflow as tf
 
 from trainstack.loop import Callback
-from trainstack.towers import get_current_tower_context
-from trainstack.towers.trainers.trainer import TowerTrainer
+from trainstack.towers import TowerTrainer, get_current_tower_context
 
 from . import switch
 

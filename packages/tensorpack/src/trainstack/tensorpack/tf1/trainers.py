@@ -41,9 +41,8 @@ __all__ = ["TF1Trainer", "TowerTrainer", "SingleCostTrainer", "SimpleTrainer", "
            "NoOpTrainer", "MultiGPUTrainerBase", "SyncMultiGPUTrainerReplicated",
            "SyncMultiGPUTrainerParameterServer", "SyncMultiGPUTrainer", "AsyncMultiGPUTrainer"]
 
-#: the keyword arguments of the core trainers' current form
-_STEP_OPTIONS = frozenset({"xla_compile", "steps_per_run", "gradient_accumulation_steps", "mixed_precision",
-                           "skip_nonfinite_steps"})
+#: the keyword arguments of the core trainers' current form (gpu_prefetch is one: the older form's too)
+_STEP_OPTIONS = frozenset({*core.StepOptions.names(), "options"})
 
 
 class TF1Trainer:
@@ -148,11 +147,9 @@ class OlderMultiGPUForms:
         current = {k: given.pop(k) for k in list(given) if k in _STEP_OPTIONS}
         options = legacy_options(name, self.older[0], given, defaults, **must_be_none)
         self._older_config = config
-        return {**current, **{k: v for k, v in options.items() if k != "gpu_prefetch"}}, options
+        return {**current, **options}, options
 
     def _bind_older(self, options: dict[str, Any]) -> None:
-        if "gpu_prefetch" in options:
-            self.gpu_prefetch = bool(options["gpu_prefetch"])
         bind_legacy_config(self, self.__dict__.pop("_older_config"))
 
     def train(self, *args: Any, **kwargs: Any) -> None:

@@ -18,7 +18,7 @@ from trainstack.inputs import InputSource, QueueInput
 
 from ..tower.eager import eager_execution
 from ..tower.model_desc import ModelDesc
-from ..trainers.trainer import SingleCostTrainer
+from ..trainers.single_cost import SingleCostTrainer
 from .config import TrainConfig
 
 __all__ = ["launch_train_with_config", "apply_default_prefetch"]

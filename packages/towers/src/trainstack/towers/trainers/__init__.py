@@ -9,10 +9,12 @@ from .parameter_server import SyncMultiGPUTrainer, SyncMultiGPUTrainerParameterS
 from .placement import LeastLoadedDeviceSetter
 from .replicated import SyncMultiGPUTrainerReplicated
 from .simple import NoOpTrainer, QueueInputTrainer, SimpleTrainer
-from .trainer import SingleCostTrainer, TowerTrainer
+from .single_cost import SingleCostTrainer
+from .step_options import StepOptions
+from .tower_trainer import TowerTrainer
 
 __all__ = [
-    "TowerTrainer", "SingleCostTrainer", "SimpleTrainer", "QueueInputTrainer", "NoOpTrainer",
+    "StepOptions", "TowerTrainer", "SingleCostTrainer", "SimpleTrainer", "QueueInputTrainer", "NoOpTrainer",
     "MultiGPUTrainerBase", "SyncMultiGPUTrainerReplicated", "SyncMultiGPUTrainerParameterServer",
     "SyncMultiGPUTrainer", "AsyncMultiGPUTrainer", "LeastLoadedDeviceSetter",
 ]

@@ -19,10 +19,12 @@ from typing import Any
 
 import tensorflow as tf
 
-from .construction import reject_options
+from trainstack.loop.checks import check_bool
+
 from .multigpu import MultiGPUTrainerBase
 from .placement import shared_variable_scope
-from .trainer import TowerResult
+from .step_options import StepOptions
+from .tower_result import TowerResult
 
 __all__ = ["AsyncMultiGPUTrainer"]
 
@@ -36,18 +38,11 @@ class AsyncMultiGPUTrainer(MultiGPUTrainerBase):
     ``trainstack.tensorpack``'s.
     """
 
-    def __init__(self, gpus: Any, scale_gradient: bool = True, *, xla_compile: bool | None = None,
-                 steps_per_run: int | None = None,
-                 gradient_accumulation_steps: int | None = None,
-                 mixed_precision: bool | None = None, skip_nonfinite_steps: bool | None = None,
-                 **legacy: Any) -> None:
-        reject_options(type(self).__name__, legacy)
-        if not isinstance(scale_gradient, bool):
-            raise TypeError(f"AsyncMultiGPUTrainer(scale_gradient=...) must be a bool, got {scale_gradient!r}")
+    def __init__(self, gpus: Any, scale_gradient: bool = True, *,
+                 options: StepOptions | None = None, **step_options: Any) -> None:
+        scale_gradient = check_bool(type(self).__name__, "scale_gradient", scale_gradient)
         self.scale_gradient = scale_gradient
-        super().__init__(gpus, xla_compile=xla_compile, steps_per_run=steps_per_run,
-                         gradient_accumulation_steps=gradient_accumulation_steps,
-                         mixed_precision=mixed_precision, skip_nonfinite_steps=skip_nonfinite_steps)
+        super().__init__(gpus, options=options, **step_options)
         #: where the shared variables live (tensorpack's choice: the CPU from 4 towers on)
         self.ps_device = "cpu" if len(self.devices) >= 4 else "gpu"
 

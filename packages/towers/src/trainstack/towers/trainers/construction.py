@@ -68,6 +68,4 @@ def refuse_config(trainer: Any, config: Any) -> None:
 def reject_options(owner: str, given: Mapping[str, Any]) -> None:
     """``owner()`` takes none of the older form's keyword arguments ``given``."""
     if given:
-        hint = (" (gpu_prefetch belongs to tensorpack 003's form (config, ...), kept by trainstack.tensorpack's "
-                "trainers; set trainer.gpu_prefetch = False instead)" if "gpu_prefetch" in given else "")
-        raise TypeError(f"{owner}() got unexpected keyword argument(s) {sorted(given)}{hint}")
+        raise TypeError(f"{owner}() got unexpected keyword argument(s) {sorted(given)}")

@@ -34,8 +34,8 @@ CPU devices, e.g. to try it on a machine without GPUs::
     launch_train_with_config(config, SyncMultiGPUTrainerReplicated(devices))
 
 With several towers, ``launch_train_with_config`` wraps a dataflow in
-``QueueInput`` and ``StagingInput`` (prefetch onto each device; set
-``trainer.gpu_prefetch = False`` to keep the batches on the host).
+``QueueInput`` and ``StagingInput`` (prefetch onto each device; the step option
+``gpu_prefetch=False`` keeps the batches on the host).
 Checkpoints hold one value per variable whatever the trainer: they restore
 into SimpleTrainer, the predictors and any of these trainers.
 """
@@ -50,7 +50,8 @@ import tensorflow as tf
 
 from ..session.devices import check_devices, resolve_devices
 from .construction import is_train_config, refuse_config
-from .trainer import SingleCostTrainer
+from .single_cost import SingleCostTrainer
+from .step_options import StepOptions
 
 __all__ = ["MultiGPUTrainerBase"]
 
@@ -66,14 +67,7 @@ class MultiGPUTrainerBase(SingleCostTrainer):
     form) is refused: ``trainstack.tensorpack``'s trainers keep it.
     """
 
-    #: whether ``launch_train_with_config`` copies each tower's next batch onto its device
-    #: while the step runs (``StagingInput``); the older constructors' ``gpu_prefetch``
-    gpu_prefetch: bool = True
-
-    def __init__(self, gpus: Any, *, xla_compile: bool | None = None,
-                 steps_per_run: int | None = None,
-                 gradient_accumulation_steps: int | None = None,
-                 mixed_precision: bool | None = None, skip_nonfinite_steps: bool | None = None) -> None:
+    def __init__(self, gpus: Any, *, options: StepOptions | None = None, **step_options: Any) -> None:
         name = type(self).__name__
         if type(self) is MultiGPUTrainerBase:
             raise TypeError("MultiGPUTrainerBase is the base class of the multi-GPU trainers; use "
@@ -83,9 +77,7 @@ class MultiGPUTrainerBase(SingleCostTrainer):
             refuse_config(self, gpus)
         #: the device of each training tower (tower ``k`` on ``devices[k]``)
         self.devices: list[str] = resolve_devices(gpus, name)
-        super().__init__(xla_compile=xla_compile, steps_per_run=steps_per_run,
-                         gradient_accumulation_steps=gradient_accumulation_steps,
-                         mixed_precision=mixed_precision, skip_nonfinite_steps=skip_nonfinite_steps)
+        super().__init__(options=options, **step_options)
         self._check_xla()
 
     # -- towers ---------------------------------------------------------------------------------

@@ -14,12 +14,12 @@ save NaN weights or ``TerminateOnNaN`` stops training (their messages, and the
 What it costs (``benchmarks/nonfinite_overhead.py``, results in the towers README): a
 reduction per gradient and about a dozen scalar ops per step, 6-11% of the steps/s of
 sub-millisecond CPU steps of small MLPs, within the noise on a small convnet. It is on by
-default because a record of the loss alone (``trainer.record_nonfinite = "loss"``, 0-2.5%)
+default because a record of the loss alone (``SimpleTrainer(record_nonfinite="loss")``, 0-2.5%)
 misreports the NaNs hardest to find, a gradient that is not finite under a finite loss (the
 gradient of a norm or a square root at 0): their weights turn NaN and the report names the
 next step's loss, an innocent batch. A gradient cannot be checked after the fact, on the
-failed step only: by then it is gone. ``trainer.record_nonfinite = False`` (before
-``setup_graph``) drops the record.
+failed step only: by then it is gone. The step option ``record_nonfinite=False``
+(``SimpleTrainer(record_nonfinite=False)``) drops the record.
 
 Skipping (``skip_nonfinite_steps=True`` on a trainer). One bad batch (a NaN in the data, an
 overflow) should not end a long run nor poison the weights: the step's update is applied only

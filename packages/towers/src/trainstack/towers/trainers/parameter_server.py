@@ -25,10 +25,10 @@ from typing import Any
 
 import tensorflow as tf
 
-from .construction import reject_options
 from .multigpu import MultiGPUTrainerBase
 from .placement import shared_variable_scope
-from .trainer import TowerResult
+from .step_options import StepOptions
+from .tower_result import TowerResult
 
 __all__ = ["SyncMultiGPUTrainerParameterServer", "SyncMultiGPUTrainer", "average_gradients"]
 
@@ -77,18 +77,12 @@ class SyncMultiGPUTrainerParameterServer(MultiGPUTrainerBase):
     ``trainstack.tensorpack``'s.
     """
 
-    def __init__(self, gpus: Any, ps_device: str | None = None, *, xla_compile: bool | None = None,
-                 steps_per_run: int | None = None,
-                 gradient_accumulation_steps: int | None = None,
-                 mixed_precision: bool | None = None, skip_nonfinite_steps: bool | None = None,
-                 **legacy: Any) -> None:
-        reject_options(type(self).__name__, legacy)
+    def __init__(self, gpus: Any, ps_device: str | None = None, *,
+                 options: StepOptions | None = None, **step_options: Any) -> None:
         if ps_device is not None and ps_device not in PS_DEVICES:
             raise ValueError(f"{type(self).__name__}(ps_device=...) must be 'cpu', 'gpu' or None, "
                              f"got {ps_device!r}")
-        super().__init__(gpus, xla_compile=xla_compile, steps_per_run=steps_per_run,
-                         gradient_accumulation_steps=gradient_accumulation_steps,
-                         mixed_precision=mixed_precision, skip_nonfinite_steps=skip_nonfinite_steps)
+        super().__init__(gpus, options=options, **step_options)
         #: where the variables live: ``'cpu'``, or ``'gpu'`` (spread over the towers' devices)
         self.ps_device: str = ps_device or ("gpu" if len(self.devices) <= 2 else "cpu")
 

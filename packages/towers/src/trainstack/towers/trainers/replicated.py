@@ -49,13 +49,14 @@ from typing import Any
 import tensorflow as tf
 
 from trainstack.loop import Callback
+from trainstack.loop.checks import check_bool
 
 from ..session.devices import all_gpus
 from ..tower.gradproc import check_optimizer
 from ..tower.owner import frozen_variable_ids
-from .construction import reject_options
 from .multigpu import MultiGPUTrainerBase
-from .trainer import TowerResult
+from .step_options import StepOptions
+from .tower_result import TowerResult
 
 # create_variables_outside_function: public for the trainers of other layers that build variables
 # in a tf.distribute strategy (trainstack.distributed's multi-worker and parameter-server trainers)
@@ -80,22 +81,15 @@ class SyncMultiGPUTrainerReplicated(MultiGPUTrainerBase):
     BROADCAST_EVERY_EPOCH: bool = True
 
     def __init__(self, gpus: Any, average: bool = True, mode: str | None = None, *,
-                 xla_compile: bool | None = None, steps_per_run: int | None = None,
-                 gradient_accumulation_steps: int | None = None,
-                 mixed_precision: bool | None = None, skip_nonfinite_steps: bool | None = None,
-                 **legacy: Any) -> None:
-        reject_options(type(self).__name__, legacy)
-        if not isinstance(average, bool):
-            raise TypeError(f"SyncMultiGPUTrainerReplicated(average=...) must be a bool, got {average!r}")
+                 options: StepOptions | None = None, **step_options: Any) -> None:
+        average = check_bool(type(self).__name__, "average", average)
         if mode is not None and (not isinstance(mode, str) or mode.lower() not in MODES):
             raise ValueError(f"SyncMultiGPUTrainerReplicated(mode=...) must be one of {list(MODES)} or "
                              f"None, got {mode!r}")
         self.average = average
         self.mode = None if mode is None else mode.lower()
         self._strategy: tf.distribute.MirroredStrategy | None = None
-        super().__init__(gpus, xla_compile=xla_compile, steps_per_run=steps_per_run,
-                         gradient_accumulation_steps=gradient_accumulation_steps,
-                         mixed_precision=mixed_precision, skip_nonfinite_steps=skip_nonfinite_steps)
+        super().__init__(gpus, options=options, **step_options)
         if self.mode == "nccl" and not all_gpus(self.devices):
             raise ValueError(f"SyncMultiGPUTrainerReplicated(mode='nccl') needs GPUs, got devices "
                              f"{self.devices}; use mode='cpu' (or None) on CPU devices")

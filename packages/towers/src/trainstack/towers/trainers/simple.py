@@ -6,7 +6,8 @@ from typing import Any
 from trainstack.inputs import FeedInput, InputSource, QueueInput
 from trainstack.loop.checks import check_int
 
-from .trainer import SingleCostTrainer
+from .single_cost import SingleCostTrainer
+from .step_options import StepOptions
 
 __all__ = ["SimpleTrainer", "QueueInputTrainer", "NoOpTrainer"]
 
@@ -37,14 +38,10 @@ class QueueInputTrainer(SimpleTrainer):
     """
 
     def __init__(self, config: Any = None, input_queue: int | None = None, *,
-                 xla_compile: bool | None = None, steps_per_run: int | None = None,
-                 gradient_accumulation_steps: int | None = None,
-                 mixed_precision: bool | None = None, skip_nonfinite_steps: bool | None = None) -> None:
+                 options: StepOptions | None = None, **step_options: Any) -> None:
         self.input_queue = check_int("QueueInputTrainer", "input_queue", input_queue, minimum=1, none_ok=True,
                                      note="the queue's capacity: QueueInput makes its own tf.queue.FIFOQueue")
-        super().__init__(config, xla_compile=xla_compile, steps_per_run=steps_per_run,
-                         gradient_accumulation_steps=gradient_accumulation_steps,
-                         mixed_precision=mixed_precision, skip_nonfinite_steps=skip_nonfinite_steps)
+        super().__init__(config, options=options, **step_options)
 
     def _as_input_source(self, input: Any) -> InputSource:
         if isinstance(input, FeedInput):
