@@ -257,3 +257,34 @@ def test_bad_arguments_are_clear_errors():
         trainer.setup_graph(spec, FeedInput([(np.zeros(1, "float32"),)]), lambda x: tf.reduce_sum(x), None)
 
 
+
+
+def test_launch_train_with_config_gives_the_elastic_trainer_its_own_input_for_a_dataflow(logger_dir):
+    """``launch_train_with_config(TrainConfig(dataflow=df), ElasticHorovodTrainer())`` trains, fed by the
+    trainer's own ElasticFeedInput (the trainer's ``default_input``; not a QueueInput, which it
+    refuses), through the stream in order; ``data=`` an InputSource is refused, naming the dataflow."""
+    import elastic_job as job  # noqa: PLC0415 - the test folder is on sys.path (conftest.py)
+    from trainstack.distributed.elastic_input import ElasticFeedInput  # noqa: PLC0415
+    from trainstack.towers import TrainConfig, launch_train_with_config  # noqa: PLC0415
+
+    seen = []
+
+    class Seen(job.Callback):
+        _chief_only = False
+
+        def _trigger_step(self) -> None:
+            seen.append(int(job.SEEN.numpy()))
+
+    model = job.IndexedClassifier()
+    trainer = ElasticHorovodTrainer(commit_every=2)
+    launch_train_with_config(TrainConfig(model=model, dataflow=job.make_batches(5), callbacks=[Seen()],
+                                         monitors=[], extra_callbacks=[], steps_per_epoch=3, max_epoch=2),
+                             trainer)
+    assert isinstance(trainer.input, ElasticFeedInput) and trainer.input.placement_of(trainer)
+    assert trainer.global_step == 6 and seen == [0, 1, 2, 3, 4, 0] and trainer.input.position == 6
+    assert [e["global_step"] for e in trainer.elastic_events if e["kind"] == "commit"] == [2, 3, 5, 6]
+
+    other = ElasticHorovodTrainer()
+    with pytest.raises(TypeError, match="takes a dataflow .* got the InputSource"):
+        launch_train_with_config(TrainConfig(model=job.IndexedClassifier(), data=FeedInput(job.make_batches(5)),
+                                             max_epoch=1), other)

@@ -133,8 +133,16 @@ class ElasticHorovodTrainer(HorovodTrainer):
         self._placement = (self.hvd.rank(), self.hvd.size())
 
     # -- setup ----------------------------------------------------------------------------------
+    def default_input(self, dataflow: Any) -> InputSource:
+        """What ``launch_train_with_config`` gives this trainer for a dataflow: the trainer's own
+        :class:`ElasticFeedInput` of it (no QueueInput: the rank and size of a step are known only
+        when it starts, so nothing may be read ahead)."""
+        return self._as_input_source(dataflow)
+
     def _as_input_source(self, input: Any) -> InputSource:
         """An :class:`ElasticFeedInput` of the whole dataflow (a ShardedDataFlow is unwrapped)."""
+        if isinstance(input, ElasticFeedInput) and input.placement_of(self):
+            return input  # made by default_input
         if isinstance(input, InputSource):
             raise TypeError(
                 f"ElasticHorovodTrainer.setup_graph() takes a dataflow (the whole one: the trainer shares it "
@@ -145,7 +153,11 @@ class ElasticHorovodTrainer(HorovodTrainer):
                         "shares out the whole dataflow among the ranks itself, again at every membership "
                         "change.", input.rank, input.size)
             input = input.dataflow
-        return ElasticFeedInput(input, lambda: self._placement)
+        return ElasticFeedInput(input, self._current_placement)
+
+    def _current_placement(self) -> tuple[int, int]:
+        """(rank, size) of this process now; what its ElasticFeedInput asks at every step."""
+        return self._placement
 
     def register_callback(self, cb: Callback | Sequence[Callback]) -> Any:
         """Chief-only callbacks are kept on every rank, behind a :class:`ChiefGate`."""

@@ -48,6 +48,10 @@ class ElasticFeedInput(FeedInput):
         self._stream: Iterator[tuple[int, int, Any]] | None = None
         self._stream_next = 0  # stream index of the datapoint self._stream yields next
 
+    def placement_of(self, trainer: Any) -> bool:
+        """Whether this input asks ``trainer`` for its placement (it was made for that trainer)."""
+        return getattr(self._placement, "__self__", None) is trainer
+
     def _size(self) -> int:
         _, size = self._placement()
         n = dataflow_size(self.dataflow, f"{self.name}'s dataflow") // size
