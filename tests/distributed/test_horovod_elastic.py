@@ -264,6 +264,7 @@ def test_launch_train_with_config_gives_the_elastic_trainer_its_own_input_for_a_
     trainer's own ElasticFeedInput (the trainer's ``default_input``; not a QueueInput, which it
     refuses), through the stream in order; ``data=`` an InputSource is refused, naming the dataflow."""
     import elastic_job as job  # noqa: PLC0415 - the test folder is on sys.path (conftest.py)
+
     from trainstack.distributed.elastic_input import ElasticFeedInput  # noqa: PLC0415
     from trainstack.towers import TrainConfig, launch_train_with_config  # noqa: PLC0415
 

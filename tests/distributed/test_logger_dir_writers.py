@@ -4,7 +4,7 @@ from __future__ import annotations
 import logging
 
 from trainstack.callbacks import JSONWriter, ScalarPrinter, TFEventWriter
-from trainstack.distributed._writers import without_logger_dir_writers
+from trainstack.distributed._writers import monitors_of_process, without_logger_dir_writers
 
 
 def test_non_chief_processes_drop_the_writers_of_the_logger_directory(caplog, tmp_path):
@@ -24,3 +24,11 @@ def test_a_monitor_of_ones_own_may_declare_it():
 
     assert without_logger_dir_writers([Uploader()], "rank 1") == []
     assert without_logger_dir_writers((), "rank 1") == []
+
+
+def test_one_rule_keeps_every_writer_on_the_chief_and_on_a_process_with_a_directory_of_its_own():
+    writers = [JSONWriter(), TFEventWriter(), ScalarPrinter()]
+    assert monitors_of_process(writers, is_chief=True, process="rank 0") == writers
+    assert monitors_of_process(writers, is_chief=False, process="rank 1", own_logger_dir=True) == writers
+    kept = monitors_of_process(writers, is_chief=False, process="rank 1")
+    assert [type(m).__name__ for m in kept] == ["ScalarPrinter"]

@@ -240,7 +240,7 @@ def test_launch_checks_its_arguments(model, make_df):
 def test_legacy_tower_count_must_match_the_trainer(model, make_df):
     config = TrainConfig(dataflow=make_df(2), model=model, nr_tower=2, **quiet())
     trainer = SimpleTrainer()
-    with pytest.raises(ValueError, match=r"2 training tower\(s\).*SimpleTrainer trains 1.*"
+    with pytest.raises(ValueError, match=r"asks for 2 training towers.*SimpleTrainer trains 1.*"
                                          r"SyncMultiGPUTrainerReplicated\(\[0, 1\]\)"):
         launch_train_with_config(config, trainer)
     assert trainer.train_op is None

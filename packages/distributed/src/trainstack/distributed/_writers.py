@@ -2,10 +2,11 @@
 
 The monitors that write files (``JSONWriter``, ``TFEventWriter``) write into the logger
 directory unless given a ``logdir`` of their own; they say so with their public
-``writes_to_logger_dir``. The trainers of several processes drop those on the processes
-that are not the chief (HorovodTrainer: on the ranks whose logger directory is rank 0's;
-DistributedTrainerReplicated: on every non-chief worker), so that only the chief writes
-``stats.jsonl`` and the event files there.
+``writes_to_logger_dir``. One rule, :func:`monitors_of_process`, for every trainer of several
+processes: a process that is not the chief drops those, unless it is known to have a logger
+directory of its own (HorovodTrainer asks rank 0 for its directory; DistributedTrainerReplicated,
+whose workers may be on other hosts, cannot tell, and takes the directory as the chief's), so that
+only the chief writes ``stats.jsonl`` and the event files there.
 """
 from __future__ import annotations
 
@@ -14,9 +15,18 @@ from collections.abc import Sequence
 
 from trainstack.loop import MonitorBase
 
-__all__ = ["without_logger_dir_writers"]
+__all__ = ["monitors_of_process", "without_logger_dir_writers"]
 
 logger = logging.getLogger("trainstack.distributed")
+
+
+def monitors_of_process(monitors: Sequence[MonitorBase], *, is_chief: bool, process: str,
+                        own_logger_dir: bool = False) -> Sequence[MonitorBase]:
+    """The monitors a process keeps: all on the chief, and on a process whose logger directory is
+    its own (``own_logger_dir``: not the chief's); elsewhere :func:`without_logger_dir_writers`."""
+    if is_chief or own_logger_dir:
+        return monitors
+    return without_logger_dir_writers(monitors, process)
 
 
 def without_logger_dir_writers(monitors: Sequence[MonitorBase], process: str) -> list[MonitorBase]:

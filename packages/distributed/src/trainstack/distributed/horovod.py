@@ -54,7 +54,7 @@ from trainstack.loop import Callback, MonitorBase, TrainLoop
 from trainstack.loop.checks import check_bool
 from trainstack.towers import SingleCostTrainer, StepOptions
 
-from ._writers import without_logger_dir_writers
+from ._writers import monitors_of_process
 from .interrupt import AgreedInterrupt
 
 __all__ = ["HorovodTrainer", "BroadcastVariables", "HorovodShutdownError", "import_horovod"]
@@ -136,9 +136,8 @@ class HorovodTrainer(AgreedInterrupt, SingleCostTrainer):
         """``monitors`` without the logger-directory writers when this rank shares rank 0's
         directory and is not rank 0 (a collective: every rank calls it)."""
         chief_dir = self.hvd.broadcast_object(_logger_dir(), root_rank=0, name="trainstack_logger_dir")
-        if not self.is_chief and chief_dir is not None and _logger_dir() == chief_dir:
-            return without_logger_dir_writers(monitors, f"HorovodTrainer rank {self.rank}")
-        return monitors
+        return monitors_of_process(monitors, is_chief=self.is_chief, process=f"HorovodTrainer rank {self.rank}",
+                                   own_logger_dir=chief_dir is None or _logger_dir() != chief_dir)
 
     def _as_input_source(self, input: Any) -> InputSource:
         """An InputSource as it is; a dataflow (this rank's shard) fed by ``FeedInput``, as SimpleTrainer does."""

@@ -52,7 +52,7 @@ from trainstack.towers.tower.gradproc import check_optimizer
 from trainstack.towers.trainers.replicated import create_variables_outside_function
 from trainstack.towers.trainers.tower_result import TowerResult
 
-from ._writers import without_logger_dir_writers
+from ._writers import monitors_of_process
 from .cluster import ClusterSpec
 from .evaluator import refuse_evaluator
 from .interrupt import AgreedInterrupt
@@ -229,11 +229,10 @@ class DistributedTrainerReplicated(AgreedInterrupt, SingleCostTrainer):
     # -- callbacks ----------------------------------------------------------------------------------
     def setup_callbacks(self, callbacks: Sequence[Callback], monitors: Sequence[MonitorBase]) -> None:
         """On non-chief workers, drop the monitors that would write into the logger directory
-        (a writer given its own ``logdir`` stays)."""
-        if not self.is_chief:
-            monitors = without_logger_dir_writers(
-                monitors, f"DistributedTrainerReplicated worker {self.cluster_spec.task_name}")
-        super().setup_callbacks(callbacks, monitors)
+        (a writer given its own ``logdir`` stays): see ``_writers.monitors_of_process``."""
+        super().setup_callbacks(callbacks, monitors_of_process(
+            monitors, is_chief=self.is_chief,
+            process=f"DistributedTrainerReplicated worker {self.cluster_spec.task_name}"))
 
 
 def _peer_lost(error: tf.errors.OpError) -> bool:

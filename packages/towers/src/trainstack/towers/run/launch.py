@@ -21,7 +21,7 @@ from ..tower.model_desc import ModelDesc
 from ..trainers.single_cost import SingleCostTrainer
 from .config import TrainConfig
 
-__all__ = ["launch_train_with_config", "apply_default_prefetch"]
+__all__ = ["launch_train_with_config", "apply_default_prefetch", "check_tower_count"]
 
 logger = logging.getLogger("trainstack.towers")
 
@@ -81,7 +81,7 @@ def _launch(config: TrainConfig, trainer: SingleCostTrainer) -> None:
                         f"build_graph returning the cost and optimizer()), got {type(model).__name__}")
     if config.runtime is not None:
         config.runtime.apply()
-    _check_towers(config, trainer)
+    check_tower_count(config, trainer, f"launch_train_with_config(config, {type(trainer).__name__}())")
     source = apply_default_prefetch(config.data if config.data is not None else config.dataflow,
                                     trainer)
     trainer.setup_graph(model.get_input_signature(), source, model.build_graph, model.get_optimizer)
@@ -94,15 +94,17 @@ def _launch(config: TrainConfig, trainer: SingleCostTrainer) -> None:
         handle_signals=config.handle_signals, on_nonfinite=config.on_nonfinite)
 
 
-def _check_towers(config: TrainConfig, trainer: Any) -> None:
-    """The older form's ``nr_tower``/``tower`` must agree with the trainer's devices."""
+def check_tower_count(config: TrainConfig, trainer: Any, who: str) -> None:
+    """The older form's ``TrainConfig(nr_tower=, tower=)`` must agree with the towers ``trainer``
+    trains (``trainer.num_towers``): else a ValueError from ``who``, naming the multi-GPU trainer
+    to use. The devices are the trainer's choice now; the config only says how many it expects."""
     if not config.towers_given:
         return
-    devices = getattr(trainer, "devices", None)
-    count = 1 if devices is None else len(devices)
+    count = trainer.num_towers
     if config.nr_tower != count:
         raise ValueError(
-            f"TrainConfig asks for {config.nr_tower} training tower(s) (tower={config.tower}) but "
-            f"{type(trainer).__name__} trains {count}. The devices are the trainer's choice now: "
-            f"pass them to a multi-GPU trainer, e.g. SyncMultiGPUTrainerReplicated({config.tower}), "
-            "and leave nr_tower/tower out of the TrainConfig")
+            f"{who}: the TrainConfig asks for {config.nr_tower} training towers (tower={config.tower}) but "
+            f"{type(trainer).__name__} trains {count}. The devices are the trainer's choice now: pass them "
+            f"to a multi-GPU trainer, e.g. launch_train_with_config(config, SyncMultiGPUTrainerReplicated("
+            f"{config.tower})) (or SyncMultiGPUTrainerParameterServer, AsyncMultiGPUTrainer), and leave "
+            "nr_tower/tower out of the TrainConfig")

@@ -42,7 +42,7 @@ from typing import Any
 from trainstack.loop.checks import check_int
 from trainstack.towers.predict.predictor import OnlinePredictor
 from trainstack.towers.run.config import TrainConfig
-from trainstack.towers.run.launch import launch_train_with_config
+from trainstack.towers.run.launch import check_tower_count, launch_train_with_config
 
 __all__ = ["bind_legacy_config", "train_legacy", "legacy_get_predictor", "MULTI_GPU_TRAINERS"]
 
@@ -141,18 +141,4 @@ def _current_trainer_call(trainer: Any, config: TrainConfig) -> str:
 
 
 def _check_legacy_towers(trainer: Any, config: TrainConfig) -> None:
-    devices = getattr(trainer, "devices", None)
-    count = 1 if devices is None else len(devices)
-    if config.nr_tower == count:
-        return
-    towers = importlib.import_module("trainstack.tensorpack.tf1.trainers")
-    available = [n for n in MULTI_GPU_TRAINERS if hasattr(towers, n)]
-    if available:
-        advice = (f"use a multi-GPU trainer: launch_train_with_config(config, "
-                  f"{available[0]}({config.tower})) (also {', '.join(available[1:]) or 'none other'})")
-    else:
-        advice = (f"that needs the multi-GPU trainers ({', '.join(MULTI_GPU_TRAINERS)}), which this "
-                  "version of trainstack.towers does not have yet; train one tower (nr_tower=1)")
-    raise ValueError(f"{type(trainer).__name__}(config): the TrainConfig asks for {config.nr_tower} "
-                     f"training towers (tower={config.tower}) but {type(trainer).__name__} trains "
-                     f"{count}; {advice}")
+    check_tower_count(config, trainer, f"{type(trainer).__name__}(config)")
