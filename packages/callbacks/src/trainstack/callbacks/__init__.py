@@ -37,6 +37,7 @@ from .summary_callbacks import MergeAllSummaries, MovingAverageSummary, SimpleMo
 from .summary_recording import add_moving_summary, add_tensor_summary
 from .tfevent import TFEventWriter
 from .timing import EstimatedTimeLeft, ThroughputTracker
+from .trainer_protocol import ModelTrainer, declares
 from .trigger import EnableCallbackIf, PeriodicCallback, PeriodicTrigger
 from .variables import is_variable, to_numpy, variable_name
 
@@ -56,6 +57,8 @@ __all__ = [
     "HyperParam", "TFVariableParam", "GraphVarParam", "OptimizerParam", "ObjAttrParam", "NamedParam",
     "HyperParamSetter", "ScheduledHyperParamSetter", "HyperParamSetterWithFunc",
     "StatMonitorParamSetter", "HumanHyperParamSetter",
+    # what callbacks read from a trainer of a model
+    "ModelTrainer", "declares",
     # variables and fetched values: one rule each
     "is_variable", "variable_name", "to_numpy",
     # summaries

@@ -22,8 +22,10 @@ import numpy as np
 import tensorflow as tf
 
 from trainstack.loop import Callback, RunContext, RunValues
+from trainstack.loop.checks import check_bool
 
 from .logdir import get_logger_dir
+from .trainer_protocol import declares
 from .variables import is_variable, to_numpy, variable_name
 
 __all__ = ["RunOp", "RunUpdateOps", "ProcessTensors", "DumpTensors", "DumpTensor", "CheckNumerics"]
@@ -64,9 +66,9 @@ class RunOp(Callback):
             raise ValueError("RunOp would never run: run_before, run_as_trigger and run_step are all "
                              "False")
         self._op = op
-        self.run_before = bool(run_before)
-        self.run_as_trigger = bool(run_as_trigger)
-        self.run_step = bool(run_step)
+        self.run_before = check_bool(type(self).__name__, "run_before", run_before)
+        self.run_as_trigger = check_bool(type(self).__name__, "run_as_trigger", run_as_trigger)
+        self.run_step = check_bool(type(self).__name__, "run_step", run_step)
         self.verbose = verbose
 
     def overrides(self, hook: str) -> bool:
@@ -223,7 +225,7 @@ class CheckNumerics(Callback):
         return super().overrides(hook)
 
     def _setup_graph(self) -> None:
-        if self._names is None and getattr(self.trainer, "checkpoint_objects", None) is None:
+        if self._names is None and not declares(self.trainer, "checkpoint_objects"):
             raise RuntimeError(
                 f"CheckNumerics() without names checks the variables in trainer.checkpoint_objects, "
                 f"and {type(self.trainer).__name__} has none; pass names= of values to check")

@@ -26,6 +26,7 @@ import tensorflow as tf
 
 from trainstack.loop import Trainer
 
+from .trainer_protocol import declares
 from .variables import is_variable
 
 __all__ = ["HyperParam", "TFVariableParam", "GraphVarParam", "OptimizerParam", "ObjAttrParam",
@@ -68,7 +69,7 @@ def _variable_names(var: Any) -> set[str]:
 
 
 def _all_variables(trainer: Trainer) -> list:
-    objects = getattr(trainer, "checkpoint_objects", None)
+    objects = trainer.checkpoint_objects if declares(trainer, "checkpoint_objects") else None
     if not isinstance(objects, dict):
         raise LookupError(f"{type(trainer).__name__} has no checkpoint_objects dict to find "
                           "variables in")
@@ -179,7 +180,7 @@ class OptimizerParam(_VariableParam):
         super().__init__(var, readable_name or attrname)
 
     def _find(self, trainer: Trainer) -> Any:
-        optimizer = getattr(trainer, "optimizer", None)
+        optimizer = trainer.optimizer if declares(trainer, "optimizer") else None
         if optimizer is None:
             raise AttributeError(f"{self!r} needs an optimizer: pass optimizer=, or give the "
                                  f"trainer ({type(trainer).__name__}) an `optimizer` attribute")
@@ -234,7 +235,7 @@ class NamedParam(HyperParam):
 
     def setup(self, trainer: Trainer) -> None:
         name = self._readable_name
-        optimizer = getattr(trainer, "optimizer", None)
+        optimizer = trainer.optimizer if declares(trainer, "optimizer") else None
         if optimizer is not None and hasattr(optimizer, name):
             self.target = OptimizerParam(name, optimizer=optimizer)
             return

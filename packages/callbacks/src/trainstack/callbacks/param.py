@@ -18,7 +18,7 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from trainstack.loop import Callback
-from trainstack.loop.checks import check_int, check_number
+from trainstack.loop.checks import check_bool, check_int, check_number
 
 from .callback_state import NumbersState
 from .hyperparam import HyperParam, NamedParam
@@ -161,8 +161,8 @@ class ScheduledHyperParamSetter(HyperParamSetter):
         if interp not in (None, "linear"):
             raise ValueError(f"interp must be None or 'linear', got {interp!r}")
         self.interp = interp
-        self.step_based = bool(step_based)
-        self._set_at_beginning = bool(set_at_beginning)
+        self.step_based = check_bool(type(self).__name__, "step_based", step_based)
+        self._set_at_beginning = check_bool(type(self).__name__, "set_at_beginning", set_at_beginning)
         super().__init__(param)
 
     def overrides(self, hook: str) -> bool:
@@ -270,7 +270,7 @@ class StatMonitorParamSetter(HyperParamSetter):
         self.stat_name = stat_name
         self.value_func = value_func
         self.threshold = float(threshold)
-        self.reverse = bool(reverse)
+        self.reverse = check_bool(type(self).__name__, "reverse", reverse)
         self.history: deque = deque(maxlen=last_k)
         self._values_seen = 0  # length of the stat's history at the last trigger
         self._state: NumbersState | None = None

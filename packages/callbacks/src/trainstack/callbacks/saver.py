@@ -56,7 +56,7 @@ import numpy as np
 import tensorflow as tf
 
 from trainstack.loop import Callback, Trainer
-from trainstack.loop.checks import check_int, check_number
+from trainstack.loop.checks import check_bool, check_int, check_number
 
 from .callback_state import MONITOR_STATE_KEY, MonitorState
 from .checkpoint_files import checkpoint_number, last_checkpoint, repair_checkpoint_dir
@@ -382,7 +382,7 @@ class MinSaver(Callback):
             raise TypeError(f"filename must be a non-empty string or None, got {filename!r}")
         _check_dir_arg(checkpoint_dir)
         self.monitor_stat = monitor_stat
-        self.reverse = bool(reverse)
+        self.reverse = check_bool(type(self).__name__, "reverse", reverse)
         self.filename = filename or f"{'max' if self.reverse else 'min'}-{monitor_stat}"
         self._checkpoint_dir_arg = checkpoint_dir
         self.directory: str | None = None

@@ -26,6 +26,7 @@ from trainstack.loop.checks import check_int
 from .callback_state import NumbersState
 from .graph import _fetch_names
 from .summary import _DEFAULT, _WITH_FETCHED, SummaryCollection, _check_collection
+from .trainer_protocol import declares
 from .variables import to_numpy
 
 __all__ = ["MovingAverageSummary", "MergeAllSummaries", "SimpleMovingAverage"]
@@ -38,7 +39,7 @@ def _collection_of(cb: Callback, collection: SummaryCollection | None) -> Summar
     """The collection given to ``cb``, else the trainer's ``summary_collection``, else the default."""
     if collection is not None:
         return collection
-    found = getattr(cb.trainer, "summary_collection", None)
+    found = cb.trainer.summary_collection if declares(cb.trainer, "summary_collection") else None
     if found is None:
         return _DEFAULT
     if not isinstance(found, SummaryCollection):

@@ -7,7 +7,7 @@ import time
 from collections import deque
 
 from trainstack.loop import DEFAULT_MAX_EPOCH, Callback
-from trainstack.loop.checks import check_int, check_number
+from trainstack.loop.checks import check_bool, check_int, check_number
 
 __all__ = ["EstimatedTimeLeft", "ThroughputTracker", "humanize_time_delta"]
 
@@ -27,7 +27,7 @@ class EstimatedTimeLeft(Callback):
     def __init__(self, last_k_epochs: int = 5, median: bool = True) -> None:
         self._durations: deque[float] = deque(
             maxlen=check_int("EstimatedTimeLeft", "last_k_epochs", last_k_epochs, minimum=1))
-        self._median = bool(median)
+        self._median = check_bool(type(self).__name__, "median", median)
         self._last_mark: float | None = None
 
     def _before_train(self) -> None:

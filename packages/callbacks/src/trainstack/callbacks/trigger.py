@@ -14,7 +14,7 @@ from collections.abc import Callable
 from typing import Any
 
 from trainstack.loop import Callback, RunArgs, RunContext, RunValues
-from trainstack.loop.checks import check_int
+from trainstack.loop.checks import check_bool, check_int
 
 from .proxy import ProxyCallback
 
@@ -46,7 +46,7 @@ class PeriodicTrigger(ProxyCallback):
                 "less often")
         self._step_k = _check_period("PeriodicTrigger", "every_k_steps", every_k_steps)
         self._epoch_k = _check_period("PeriodicTrigger", "every_k_epochs", every_k_epochs)
-        self._trigger_before_train = bool(before_train)
+        self._trigger_before_train = check_bool(type(self).__name__, "before_train", before_train)
         if self._step_k is None and self._epoch_k is None and not self._trigger_before_train:
             raise ValueError(
                 f"PeriodicTrigger({triggerable.name}) would never trigger: give every_k_steps, "

@@ -255,7 +255,7 @@ class BroadcastVariables(Callback):
     _chief_only = False
 
     def __init__(self, every_epoch: bool = True) -> None:
-        self.every_epoch = bool(every_epoch)
+        self.every_epoch = check_bool(type(self).__name__, "every_epoch", every_epoch)
 
     def _setup_graph(self) -> None:
         if not isinstance(self.trainer, HorovodTrainer):

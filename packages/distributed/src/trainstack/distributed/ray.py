@@ -38,7 +38,7 @@ from typing import TYPE_CHECKING, Any
 
 from trainstack.callbacks import ModelSaver
 from trainstack.loop import Callback
-from trainstack.loop.checks import check_int
+from trainstack.loop.checks import check_bool, check_int
 from trainstack.towers import StepOptions
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -225,8 +225,7 @@ def train_on_ray(make_config: Callable[[RayWorker], TrainConfig], num_workers: i
               note="None reports a checkpoint at each epoch's end only")
     check_int("train_on_ray", "num_to_keep", num_to_keep, minimum=1, none_ok=True,
               note="None keeps every checkpoint")
-    if not isinstance(use_gpu, bool):
-        raise TypeError(f"train_on_ray(use_gpu=...) must be True or False, got {use_gpu!r}")
+    check_bool("train_on_ray", "use_gpu", use_gpu)
     kwargs = dict(trainer_kwargs or {})
     unknown = sorted(set(kwargs) - set(TRAINER_KWARGS))
     if unknown:

@@ -7,6 +7,7 @@ from typing import Any
 import tensorflow as tf
 
 from trainstack.loop import Callback, RunArgs, RunContext
+from trainstack.loop.checks import check_bool
 
 from .base import InputSource, feed_name
 from .dataflow import close_workers, dataflow_size, numbered_passes, reset_dataflow
@@ -33,7 +34,7 @@ class FeedInput(InputSource):
     def __init__(self, dataflow: Any, prefetch: bool = True) -> None:
         super().__init__()
         self.dataflow = dataflow
-        self.prefetch = bool(prefetch)
+        self.prefetch = check_bool(type(self).__name__, "prefetch", prefetch)
         self._iterator: Iterator[tuple[int, int, Any]] | None = None
         self._to_skip = 0
         #: per tower, (feed name, dtype) of each input; the check of one datapoint

@@ -162,7 +162,7 @@ class _QueueCallback(Callback):
         return f"Queue({self.source.name})"
 
     def _trigger_epoch(self) -> None:
-        monitors = getattr(self.trainer, "monitors", None)
+        monitors = self.trainer.monitors  # the loop's Trainer has them (None before setup_callbacks)
         if monitors is not None:
             monitors.put_scalar(f"{self.source.name}/queue_size", self.source.take_mean_fill())
 

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from .checks import check_bool
 from .run import RunArgs, RunContext, RunValues
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -158,7 +159,7 @@ class Callback:
 
     @chief_only.setter
     def chief_only(self, value: bool) -> None:
-        self._chief_only = bool(value)
+        self._chief_only = check_bool(type(self).__name__, "chief_only", value)
 
     def set_chief_only(self, value: bool = True) -> Callback:
         """Set ``chief_only`` and return the callback itself (for chaining)."""

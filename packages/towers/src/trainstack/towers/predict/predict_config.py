@@ -26,6 +26,7 @@ from typing import Any
 import tensorflow as tf
 
 from trainstack.callbacks.checkpoint_layout import checkpoint_value_names
+from trainstack.loop.checks import check_bool
 
 from ..session import ChainInit, CheckpointInit, DictRestore, SessionInit, SmartInit
 from ..session.runtime import reject_session_args
@@ -118,7 +119,7 @@ class PredictConfig:
             raise ValueError("PredictConfig needs output_names: the names of the tensors to predict")
         self.output_names = _name_list("output_names", output_names)
         self.session_init: SessionInit = SmartInit(session_init)
-        self.return_input = bool(return_input)
+        self.return_input = check_bool("PredictConfig", "return_input", return_input)
 
     def __repr__(self) -> str:
         return (f"PredictConfig({self.tower_func!r}, input_names={self.input_names}, "

@@ -18,7 +18,7 @@ import numpy as np
 
 from trainstack.dataflow.viz import stack_patches
 from trainstack.loop import Callback
-from trainstack.loop.checks import check_int
+from trainstack.loop.checks import check_bool, check_int
 
 __all__ = ["GeneratorSamplesGrid"]
 
@@ -77,7 +77,7 @@ class GeneratorSamplesGrid(Callback):
         self.border = border
         self.bgcolor = bgcolor
         self.device = device
-        self.run_before_train = bool(before_train)
+        self.run_before_train = check_bool(type(self).__name__, "before_train", before_train)
         self.last_grid: np.ndarray | None = None
         self._sampler: Callable[[int], Arrays] | None = sampler if callable(sampler) else None
         self._fixed: list[np.ndarray] | None = None

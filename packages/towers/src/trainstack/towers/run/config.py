@@ -28,7 +28,7 @@ from trainstack.callbacks.checkpoint_files import (
 )
 from trainstack.inputs import InputError, InputSource, dataflow_size
 from trainstack.loop import Callback, MonitorBase
-from trainstack.loop.checks import check_int, is_int
+from trainstack.loop.checks import check_bool, check_int, is_int
 from trainstack.loop.stop import ON_NONFINITE
 
 from ..session import ChainInit, CheckpointInit, ResumeError, SessionInit, SmartInit
@@ -130,9 +130,7 @@ class TrainConfig:
             raise TypeError(f"TrainConfig(runtime=) must be a RuntimeConfig, got {runtime!r} "
                             f"({type(runtime).__name__})")
         self.runtime = runtime
-        if not isinstance(handle_signals, bool):
-            raise TypeError(f"TrainConfig(handle_signals=) must be True or False, got {handle_signals!r}")
-        self.handle_signals = handle_signals
+        self.handle_signals = check_bool("TrainConfig", "handle_signals", handle_signals)
         if on_nonfinite not in ON_NONFINITE:
             raise ValueError(f"TrainConfig(on_nonfinite=) must be one of {list(ON_NONFINITE)} ('raise': a run "
                              f"stopped by NaN ends with NonFiniteError; 'stop': it ends quietly), got "

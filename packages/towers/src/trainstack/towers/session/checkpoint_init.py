@@ -24,6 +24,7 @@ from trainstack.callbacks.checkpoint_layout import (
     value_name,
     walk,
 )
+from trainstack.loop.checks import check_bool
 
 from .dict_restore import DictRestore
 from .sessinit import InitReport, ResumeError, SessionInit, _display_name, _strip_tensor_suffix, _variables
@@ -92,9 +93,9 @@ class CheckpointInit(SessionInit):
             ignore = (ignore,)
         self.path = _resolve_checkpoint(path)
         self.ignore = tuple(_strip_tensor_suffix(name).strip("/") for name in ignore)
-        self.strict = bool(strict)
-        self.ignore_mismatch = bool(ignore_mismatch)
-        self.resume = bool(resume)
+        self.strict = check_bool(type(self).__name__, "strict", strict)
+        self.ignore_mismatch = check_bool(type(self).__name__, "ignore_mismatch", ignore_mismatch)
+        self.resume = check_bool(type(self).__name__, "resume", resume)
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.path!r}{', resume=True' if self.resume else ''})"

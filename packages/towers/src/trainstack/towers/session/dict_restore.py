@@ -10,6 +10,7 @@ import numpy as np
 import tensorflow as tf
 
 from trainstack.callbacks import checkpoint_objects_of
+from trainstack.loop.checks import check_bool
 
 from .sessinit import InitReport, SessionInit, _display_name, _strip_tensor_suffix, _variables
 
@@ -39,7 +40,7 @@ class DictRestore(SessionInit):
                 raise TypeError(f"DictRestore: keys must be variable names (str), got {name!r}")
             values[_strip_tensor_suffix(name)] = value
         self._values = values
-        self.ignore_mismatch = bool(ignore_mismatch)
+        self.ignore_mismatch = check_bool(type(self).__name__, "ignore_mismatch", ignore_mismatch)
 
     def __repr__(self) -> str:
         return f"DictRestore(<{len(self._values)} arrays>)"

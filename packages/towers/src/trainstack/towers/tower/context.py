@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 import tensorflow as tf
 
-from trainstack.loop.checks import check_int
+from trainstack.loop.checks import check_bool, check_int
 
 if TYPE_CHECKING:
     from .tower import TowerFunc
@@ -44,7 +44,7 @@ class TowerContext:
             raise TypeError(f"TowerContext name must be a str, got {name!r}")
         index = check_int("TowerContext", "index", index, minimum=0)
         self.name = name
-        self.is_training = bool(is_training)
+        self.is_training = check_bool("TowerContext", "is_training", is_training)
         self.index = index
         #: the mean of tensors over the worker processes, or None (see the class docstring)
         self.cross_worker_mean = cross_worker_mean
