@@ -94,7 +94,7 @@ class ModelExporter:
         ``GraphDef`` file (tensorpack's compact export); return its path.
 
         Its placeholders are named by the config's ``input_names`` and its outputs by its
-        ``output_names`` (tensor ``"<name>:0"``); TensorFlow 2 runs it with
+        ``output_names`` (tensor ``"<name>:0"``); TensorFlow 2 runs it with its own API
         ``tf.compat.v1.wrap_function(lambda: tf.compat.v1.import_graph_def(graph_def, name=""),
         []).prune(["x:0"], ["prob:0"])``. ``optimize`` runs TensorFlow's
         ``optimize_for_inference`` on it (``toco_compatible`` is passed there). Prefer

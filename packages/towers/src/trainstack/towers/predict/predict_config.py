@@ -64,7 +64,7 @@ class PredictConfig:
 
     ``input_names`` (default: every input) are the inputs a predictor takes, by their
     spec names (the others are given zeros, see :class:`OnlinePredictor`), or names of
-    tensors made in the tower with ``tf.compat.v1.placeholder_with_default`` (fed instead
+    tensors made in the tower with TensorFlow's own ``tf.compat.v1.placeholder_with_default`` (fed instead
     of their default, e.g. a GAN's ``z``);
     ``output_names`` are tensor names inside the tower (``tf.identity(x, name="prob")``).
     ``session_init``: how to set the variables (anything :func:`SmartInit` takes; None

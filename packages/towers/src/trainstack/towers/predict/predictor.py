@@ -17,10 +17,10 @@ unknown dimensions, or no given input with a batch dimension) the predictor
 refuses to be built too, naming the input.
 
 An input name may also name a tensor made inside the tower with
-``tf.compat.v1.placeholder_with_default(default, shape, name=...)`` (an
+``tf.compat.v1.placeholder_with_default(default, shape, name=...)`` (TensorFlow's own op; an
 optional input: tensorpack fed it through the session, e.g. a GAN's noise
 ``z``). The predictor then feeds it: its tower is built in a graph
-(``tf.compat.v1.wrap_function``) pruned at that tensor, so the given array
+(TensorFlow's own ``tf.compat.v1.wrap_function``) pruned at that tensor, so the given array
 replaces the default and what only computed the default is not run. When it is
 left out of ``input_names``, the tower computes its default as usual.
 """
@@ -128,6 +128,7 @@ class OnlinePredictor:
         with placement:
             if tower_func.first_tower is None:  # a new model: create its variables in a tf.function
                 tf.function(build, input_signature=signature).get_concrete_function()
+            # TensorFlow's own API: the one public way to prune a traced function at a tensor
             wrapped = tf.compat.v1.wrap_function(build, signature=signature)
         handle = tower_func.towers[tower_name]
         feeds: dict[str, tf.Tensor] = {}

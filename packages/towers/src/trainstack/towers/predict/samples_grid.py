@@ -33,7 +33,7 @@ class GeneratorSamplesGrid(Callback):
     Args:
         input_names: the inputs the predictor is given (e.g. ``["z"]``); inputs of the tower
             function left out are filled with zeros, and tensors made with
-            ``tf.compat.v1.placeholder_with_default`` inside the tower may be named (see
+            TensorFlow's own ``tf.compat.v1.placeholder_with_default`` inside the tower may be named (see
             :class:`OnlinePredictor`).
         output_name: the tensor in the tower holding images, NHW or NHWC with 1 or 3 channels
             (e.g. ``"gen/viz"``).

@@ -168,13 +168,13 @@ class CheckpointInit(SessionInit):
             raise ValueError(f"{self!r} (a name-based checkpoint): {e}") from None
         report.source, report.by_name = f"checkpoint {self.path} (by name)", True
         # the variables warned about by their TF1 names (conv0/W), as tensorpack did; Keras ones by their paths
-        tf1_names = {_display_name(path, var): (_display_name(path, var) if isinstance(var, keras.Variable)
+        by_name = {_display_name(path, var): (_display_name(path, var) if isinstance(var, keras.Variable)
                                                 else _strip_tensor_suffix(var.name)) for path, var in variables}
         model = {_display_name(path, var) for path, var in variables if path.split("/", 1)[0] == "model"}
         # (report.restored keeps the display names: predictors check them against their variables)
-        report.fresh = sorted(tf1_names.get(n, n) for n in report.missing if n not in model)
-        report.missing = sorted(tf1_names.get(n, n) for n in report.missing if n in model)
-        report.skipped = sorted([*(tf1_names.get(n, n) for n in report.skipped),
+        report.fresh = sorted(by_name.get(n, n) for n in report.missing if n not in model)
+        report.missing = sorted(by_name.get(n, n) for n in report.missing if n in model)
+        report.skipped = sorted([*(by_name.get(n, n) for n in report.skipped),
                                  *(n for n in names if n in self.ignore)])
         training_only = [n for n in report.unused if _is_training_name(n)]
         report.unused = [n for n in report.unused if n not in training_only]

@@ -131,15 +131,16 @@ class RuntimeConfig:
     # -- from TF1 ------------------------------------------------------------------------------------
     @classmethod
     def from_config_proto(cls, config: Any) -> RuntimeConfig:
-        """The RuntimeConfig closest to a TF1 ``tf.compat.v1.ConfigProto`` (see the module docstring).
+        """The RuntimeConfig closest to a session's ``ConfigProto`` (TensorFlow's own proto, which it
+        still exports under ``tf.compat.v1``; see the module docstring).
 
         Fields with no equivalent (e.g. ``per_process_gpu_memory_fraction``) are dropped.
         """
-        if not isinstance(config, tf.compat.v1.ConfigProto):
+        if not isinstance(config, tf.compat.v1.ConfigProto):  # TensorFlow's own proto class
             raise TypeError("from_config_proto takes a tf.compat.v1.ConfigProto, got "
                             f"{type(config).__name__}")
         jit = config.graph_options.optimizer_options.global_jit_level
-        levels = tf.compat.v1.OptimizerOptions
+        levels = tf.compat.v1.OptimizerOptions  # TensorFlow's own proto: the JIT levels' values
         visible = config.gpu_options.visible_device_list
         cpus = config.device_count.get("CPU", 1)
         return cls(

@@ -23,6 +23,7 @@ class TowerHandle:
         self.inputs = list(inputs)
         self.outputs: Any = None
         self._input_names = [s.name for s in input_signature]
+        # TensorFlow's own API: the graph being traced (TF2 exports no other accessor)
         self._graph = None if tf.executing_eagerly() else tf.compat.v1.get_default_graph()
 
     @property

@@ -33,8 +33,8 @@ class LeastLoadedDeviceSetter:
         with LeastLoadedDeviceSetter("/gpu:0", ["/gpu:0", "/gpu:1"]):
             model_fn()      # ops on /gpu:0, variables spread over the two GPUs
 
-    For TF1-style graphs (``tf.compat.v1``), the object is also the device
-    function of ``tf.compat.v1.device(setter)``.
+    The object is also callable as a device function (an op to its device), the form
+    tensorpack's setter had.
     """
 
     _VARIABLE_OPS = ("Variable", "VariableV2", "VarHandleOp")
