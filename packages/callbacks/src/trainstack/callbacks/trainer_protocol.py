@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Mapping
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeGuard
 
 from .summary import SummaryCollection
 
@@ -41,9 +41,10 @@ _MEMBERS = frozenset({"checkpoint_objects", "optimizer", "summary_collection"})
 _MISSING = object()
 
 
-def declares(trainer: Any, member: str) -> bool:
+def declares(trainer: Any, member: str) -> TypeGuard[ModelTrainer]:
     """Whether ``trainer`` has the :class:`ModelTrainer` member ``member`` (looked up on its class
-    and instance without running a property)."""
+    and instance without running a property). For the type checker it narrows ``trainer`` to a
+    ModelTrainer: read only the member asked for."""
     if member not in _MEMBERS:
         raise ValueError(f"declares(): {member!r} is not a ModelTrainer member; they are {sorted(_MEMBERS)}")
     return trainer is not None and inspect.getattr_static(trainer, member, _MISSING) is not _MISSING
