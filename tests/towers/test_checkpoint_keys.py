@@ -3,6 +3,7 @@ restores fewer than all of its model's variables is an error, not a warning."""
 from __future__ import annotations
 
 import functools
+import logging
 
 import keras
 import numpy as np
@@ -130,3 +131,28 @@ def test_restoring_missing_variables_into_a_predictor_raises(tmp_path):
     with pytest.raises(ValueError, match="set 0 of the 4"):
         OfflinePredictor(PredictConfig(model=Regressor(), input_names=["x"], output_names=["pred"],
                                        session_init={"nothing": np.zeros(3)}))
+
+
+def test_renaming_the_closure_variable_holding_the_model_keeps_the_checkpoint_keys(tmp_path, caplog):
+    """The keys come from what the ModelDesc declares, not from the local name the function reads
+    it by; finding the model by reflection is a fallback that warns and names what it found."""
+    def keys_of(get_cost, model, directory):
+        with caplog.at_level(logging.WARNING, logger="trainstack.towers"):
+            train(get_cost, model, directory)
+        return sorted(k for k, _ in tf.train.list_variables(str(directory)) if k.startswith("model/"))
+
+    model = Regressor()
+
+    def get_cost(x, y):
+        return model.build_graph(x, y)
+
+    first = keys_of(get_cost, model, tmp_path / "a")
+    warned = [r.getMessage() for r in caplog.records if "declares no owner" in r.getMessage()]
+    assert len(warned) == 1 and "Regressor" in warned[0] and "owner=model" in warned[0]
+
+    renamed_model = Regressor()  # the same script, its local renamed
+
+    def get_cost(x, y):  # noqa: F811 - the renamed version of the function above
+        return renamed_model.build_graph(x, y)
+
+    assert keys_of(get_cost, renamed_model, tmp_path / "b") == first == EXPECTED_KEYS

@@ -152,9 +152,10 @@ def log_guessed_owner(tower_func: TowerFunc, owner: Any, how: str, module: tf.Mo
     if untracked:
         keys.append(f"model/untracked/... ({len(untracked)} variables, by their names)")
     if how == "found model":
-        logger.info("TowerFunc(%s) declares no owner; its checkpoint keys come from the ModelDesc it "
-                    "reads, %s: %s. Declare it: TowerFunc(%s, input_signature, owner=model), or pass "
-                    "model.build_graph.", name, type(owner).__name__, ", ".join(keys) or "none", name)
+        logger.warning("TowerFunc(%s) declares no owner; its checkpoint keys were taken from the ModelDesc "
+                       "found in what it reads (its closure, arguments or globals), %s: %s. Declare it: "
+                       "TowerFunc(%s, input_signature, owner=model), or pass model.build_graph.", name,
+                       type(owner).__name__, ", ".join(keys) or "none", name)
         return
     names = list(owner_parts(owner))
     logger.warning(
