@@ -136,7 +136,7 @@ def test_handle_signals_reaches_the_loop(model, make_df, handle_signals):
     finally:
         for s, h in previous.items():
             signal.signal(s, h)
-    with pytest.raises(TypeError, match=r"handle_signals=\) must be True or False"):
+    with pytest.raises(TypeError, match=r"TrainConfig\(handle_signals=\.\.\.\) must be True or False, got 'no'"):
         TrainConfig(dataflow=make_df(2), model=model, handle_signals="no")
 
 

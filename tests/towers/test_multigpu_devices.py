@@ -56,8 +56,10 @@ def test_trainer_options_are_checked():
         SyncMultiGPUTrainerReplicated(2, average=None)
     with pytest.raises(TypeError, match="base class"):
         MultiGPUTrainerBase(2)
-    with pytest.raises(TypeError, match="gpu_prefetch"):
-        SyncMultiGPUTrainerReplicated(2, gpu_prefetch=False)
+    # gpu_prefetch is a step option (the older form's argument too): no StagingInput with it off
+    assert SyncMultiGPUTrainerReplicated(2, gpu_prefetch=False).gpu_prefetch is False
+    with pytest.raises(TypeError, match=r"unknown step option\(s\) \['prefetch'\]"):
+        SyncMultiGPUTrainerReplicated(2, prefetch=False)
     for cls in (SyncMultiGPUTrainerReplicated, SyncMultiGPUTrainerParameterServer, AsyncMultiGPUTrainer):
         with pytest.raises(ValueError, match="RuntimeConfig\\(xla=True\\)"):
             cls(2, xla_compile=True)
