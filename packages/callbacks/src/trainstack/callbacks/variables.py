@@ -1,6 +1,6 @@
 """One rule each for variables and fetched values, shared by every layer above the loop.
 
-- :func:`is_variable`: a ``tf.Variable`` or a Keras 3 variable (``keras.Variable``, which wraps one);
+- :func:`is_variable`: a ``tf.Variable``, a Keras 3 variable, or what behaves as one;
 - :func:`variable_name`: a variable's name without ``:0`` (a Keras variable: its ``path``,
   ``dense/kernel``);
 - :func:`to_numpy`: a fetched value (an eager tensor, a variable, NumPy or a Python value) as
@@ -17,8 +17,10 @@ __all__ = ["is_variable", "variable_name", "to_numpy"]
 
 
 def is_variable(x: Any) -> bool:
-    """Whether ``x`` is a ``tf.Variable`` or a Keras variable."""
-    return isinstance(x, (tf.Variable, tf.keras.Variable))
+    """Whether ``x`` is a ``tf.Variable``, a Keras variable, or an object that behaves as one (an
+    ``assign`` method, a ``dtype`` and a ``shape``: e.g. the tensorpack layer's step counter)."""
+    return isinstance(x, (tf.Variable, tf.keras.Variable)) or (
+        callable(getattr(x, "assign", None)) and hasattr(x, "dtype") and hasattr(x, "shape"))
 
 
 def variable_name(v: Any) -> str:
