@@ -38,6 +38,7 @@ from typing import Any
 import numpy as np
 import tensorflow as tf
 
+from .eager_state import eager_state
 from .graph import _is_variable
 
 __all__ = [
@@ -316,7 +317,7 @@ class SummaryCollection:
         with self._lock:
             entry = self._entries.get(name)
             if entry is None:
-                with tf.init_scope():  # eager variables, whichever trace creates them
+                with eager_state():  # eager variables, whichever trace creates them
                     entry = make()
                 self._entries[name] = entry
             elif not isinstance(entry, cls):

@@ -48,7 +48,7 @@ import tensorflow as tf
 from trainstack.loop import Callback, MonitorBase
 from trainstack.towers import SingleCostTrainer
 from trainstack.towers.tower.gradproc import check_optimizer
-from trainstack.towers.trainers.replicated import create_variables_outside_function
+from trainstack.towers.tower.variable_creation import create_variables_outside_function
 from trainstack.towers.trainers.trainer import TowerResult
 
 from ._writers import without_logger_dir_writers
@@ -256,7 +256,7 @@ class BroadcastFromChief(Callback):
     def __init__(self, strategy: tf.distribute.Strategy, variables: Sequence[tf.Variable]) -> None:
         self.strategy = strategy
         self.variables = list(variables)
-        self._sync = tf.function(self._broadcast)
+        self._sync = tf.function(self._broadcast, autograph=False)
 
     def _broadcast(self) -> None:
         def replica() -> None:

@@ -15,6 +15,7 @@ from typing import Any
 
 import tensorflow as tf
 
+from trainstack.callbacks.eager_state import eager_state
 from trainstack.loop import Callback
 from trainstack.towers import get_current_tower_context
 from trainstack.towers.trainers.trainer import TowerTrainer
@@ -136,7 +137,7 @@ def get_global_step_var() -> Any:
     global _step_var
     _check_mirrored()
     if _step_var is None:
-        with tf.init_scope():
+        with eager_state():
             _step_var = tf.Variable(0, dtype=tf.int64, trainable=False, name="global_step")
     if tf.inside_function():
         return tf.identity(_step_var.read_value(), name="global_step")

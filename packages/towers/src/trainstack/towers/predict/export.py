@@ -50,7 +50,7 @@ class _Servable(tf.Module):
         def serve(*inputs: tf.Tensor) -> dict[str, tf.Tensor]:
             return dict(zip(output_names, predict(*inputs)))
 
-        self.serve = tf.function(serve, input_signature=list(predictor.input_signature))
+        self.serve = tf.function(serve, input_signature=list(predictor.input_signature), autograph=False)
 
 
 class ModelExporter:
@@ -117,7 +117,7 @@ class ModelExporter:
             made[:] = [t.op.name for t in outputs]
             return outputs
 
-        concrete = tf.function(named_outputs, input_signature=list(predictor.input_signature))
+        concrete = tf.function(named_outputs, input_signature=list(predictor.input_signature), autograph=False)
         frozen = convert_variables_to_constants_v2(concrete.get_concrete_function())
         if made != node_names:
             raise ValueError(f"export_compact: outputs {node_names} cannot all be graph nodes of their own "

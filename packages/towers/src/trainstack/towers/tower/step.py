@@ -155,7 +155,7 @@ class TracedStep:
             traced.__name__ = f"{self.name}_{len(self._variants)}"
             signature = [self.feed_signature] + ([tf.TensorSpec([], tf.int32)] if self.multi_step else [])
             fn = tf.function(traced, input_signature=signature, jit_compile=self.jit_compile,
-                             autograph=True)
+                             autograph=False)
             self._opening.add(key)
             try:
                 self._concrete[key] = fn.get_concrete_function()

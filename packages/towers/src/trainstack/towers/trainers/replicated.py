@@ -53,13 +53,12 @@ from trainstack.loop import Callback
 from ..session.devices import all_gpus
 from ..tower.gradproc import check_optimizer
 from ..tower.tower import _frozen_ids
+from ..tower.variable_creation import create_variables_outside_function
 from .construction import reject_options
 from .multigpu import MultiGPUTrainerBase
 from .trainer import TowerResult
 
-# create_variables_outside_function: public for the trainers of other layers that build variables
-# in a tf.distribute strategy (trainstack.distributed's multi-worker and parameter-server trainers)
-__all__ = ["SyncMultiGPUTrainerReplicated", "SyncReplicas", "create_variables_outside_function"]
+__all__ = ["SyncMultiGPUTrainerReplicated", "SyncReplicas"]
 
 logger = logging.getLogger("trainstack.towers")
 
@@ -237,38 +236,6 @@ def _container(variable: tf.Variable) -> tf.Variable:
     return container() if callable(container) else variable
 
 
-def create_variables_outside_function(owner: str) -> Callable[..., Any]:
-    """A variable creator (for ``tf.variable_creator_scope``) that creates variables with an
-    initializer eagerly even while a function is traced.
-
-    A ``tf.distribute`` strategy initializes each copy from the first one (or from
-    worker 0), which it cannot do for a variable created inside a ``tf.function``
-    (TensorFlow cannot lift such an initializer out of the function); Keras layers
-    create their variables from initializer functions, which run as well outside.
-    ``owner`` (the trainer's name) goes into the error for a variable made from a
-    tensor computed in the tower function. Use it around the variables' creation::
-
-        with strategy.scope(), tf.variable_creator_scope(create_variables_outside_function("MyTrainer")):
-            ...  # build the model's variables
-    """
-    def create(next_creator: Callable[..., Any], **kwargs: Any) -> Any:
-        initial_value = kwargs.get("initial_value")
-        if callable(initial_value) or not tf.is_symbolic_tensor(initial_value):
-            with tf.init_scope():
-                return next_creator(**kwargs)
-        static = tf.get_static_value(initial_value)
-        if static is not None:
-            with tf.init_scope():
-                return next_creator(**{**kwargs, "initial_value": static})
-        raise ValueError(
-            f"{owner}: variable {kwargs.get('name')!r} is created from a tensor computed inside the "
-            "tower function, which a tf.distribute strategy cannot copy to every replica. Create it "
-            "with an initializer (a Keras layer's add_weight, or tf.Variable(lambda: ...)) or before "
-            "setup_graph")
-
-    return create
-
-
 class SyncReplicas(Callback):
     """Copy the first device's copy of each of ``variables`` (MirroredVariables) to the other
     devices, before training and at each trigger (after every epoch by default)."""
@@ -276,7 +243,7 @@ class SyncReplicas(Callback):
     def __init__(self, variables: Sequence[tf.Variable]) -> None:
         self.variables = list(variables)
         self.chief_only = False  # every process keeps its own replicas in sync
-        self._sync = tf.function(self._copy_first)
+        self._sync = tf.function(self._copy_first, autograph=False)
 
     def _copy_first(self) -> None:
         for v in self.variables:

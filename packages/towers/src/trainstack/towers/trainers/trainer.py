@@ -58,6 +58,7 @@ from ..tower.model_desc import tower_func_of
 from ..tower.rng import rng_checkpoint
 from ..tower.step import TracedStep
 from ..tower.tower import TowerContext, TowerFunc, TowerHandle, _frozen_ids
+from ..tower.variable_creation import trace_creating_variables
 from .construction import Constructed, own_collection, own_summaries, refuse_config
 from .nonfinite import NonFiniteCheck, apply_if_finite
 from .tower_summaries import TowerSummaries
@@ -603,7 +604,7 @@ class SingleCostTrainer(TowerTrainer):
             found[:] = tape.watched_variables()
             return _check_cost(cost, self.tower_func)
 
-        tf.function(build, input_signature=[self.input.feed_signature()]).get_concrete_function()
+        trace_creating_variables(build, [self.input.feed_signature()], type(self).__name__)
         frozen = _frozen_ids(self.tower_func.model_owner)
         self._trainable = [v for v in found if v.trainable and id(v) not in frozen]
         if self._trains and not self._trainable:
