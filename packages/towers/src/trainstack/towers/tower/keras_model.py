@@ -35,7 +35,6 @@ import numpy as np
 import tensorflow as tf
 
 from trainstack.callbacks import add_moving_summary
-from trainstack.callbacks.eager_state import eager_state
 
 from .model_desc import ModelDesc
 
@@ -152,7 +151,7 @@ class KerasModelDesc(ModelDesc):
         """Make the model's existing variables again, with their values, in the scope the first
         tower is built in (the trainer's strategy or placement), outside the traced function."""
         self._adopted = True
-        with eager_state():
+        with tf.init_scope():
             for variable in self.model.variables:
                 if getattr(variable, "_value", None) is None:  # deferred by a symbolic call
                     variable._deferred_initialize()
