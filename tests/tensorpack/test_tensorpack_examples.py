@@ -3,14 +3,14 @@
 The scripts in ``tests/tensorpack/examples/basics/`` are tensorpack's own, byte for byte, from
 tensorpack master, commit 1547a54e8546494614ca31c984a1bfd1d0e24b77 (``git show
 1547a54:examples/basics/<name>``; ruff skips the folder, configured in pyproject.toml). Each test
-ports one with ``python -m trainstack.tensorpack.port SCRIPT --out DIR``, checks that only its import
+ports one with the port command (``main([SCRIPT, '--out', DIR])``), checks that only its import
 lines changed, and runs the ported script in a subprocess, as ``python SCRIPT [ARGS]``, on small
 data written in its dataset's real file format under ``$TENSORPACK_DATASET`` (``example_data.py``:
 each class a pattern plus noise, so a model that learned nothing stays near 90% error).
 tensorpack's examples train for hours; ``run_example.py`` runs a script's ``__main__`` with
-``launch_train_with_config`` capped to a few epochs of a few steps, and changes nothing else. What
-training did is read from the run's ``stats.jsonl`` (the metric each example validates) and
-TensorBoard events.
+``Trainer.train_with_defaults`` (which ``launch_train_with_config`` calls) capped to 2 epochs of 10
+steps, and changes nothing else (export-model.py, one step, runs as it is). What training did is
+read from the run's ``stats.jsonl`` (the metric each example validates) and TensorBoard events.
 """
 from __future__ import annotations
 
