@@ -33,7 +33,7 @@ from .callback_state import MONITOR_STATE_KEY
 __all__ = ["VALUE_SUFFIX", "OBJECT_GRAPH_KEY", "LOOP_STATE_KEY", "MONITOR_STATE_KEY", "BEST_STAT_KEY",
            "SAVE_COUNTER_KEY", "SAVER_KEYS", "value_name", "is_saver_key", "saver_checkpoint",
            "checkpoint_value_names", "NameBasedCheckpointError", "CheckpointMatch", "match_checkpoint",
-           "walk", "escape"]
+           "walk", "escape", "is_variable"]
 
 #: What TensorFlow appends to a variable's object path to make its checkpoint key.
 VALUE_SUFFIX = "/.ATTRIBUTES/VARIABLE_VALUE"
@@ -82,6 +82,7 @@ def checkpoint_value_names(path: str | os.PathLike) -> list[str]:
 
 # -- walking objects -----------------------------------------------------------------------------
 def is_variable(obj: Any) -> bool:
+    """Whether ``obj`` is a variable a checkpoint holds a value of (``tf.Variable`` or Keras 3's)."""
     return isinstance(obj, (tf.Variable, tf.keras.Variable))
 
 
