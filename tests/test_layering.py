@@ -166,3 +166,35 @@ def test_a_layer_package_exports_its_public_names_and_nothing_else(init):
     if "__getattr__" not in bound:
         unbound = sorted(set(public) - set(bound))
         assert not unbound, f"{init.relative_to(ROOT)}: __all__ names it does not bind: {unbound}"
+
+
+#: reaches of TensorFlow's and Keras's internals, as they appear in source
+PRIVATE_TF = ("tensorflow.python", "tensorflow.core", "tf.__internal__", "keras.src", "_call_flat",
+              "_distributed_container", "_flatten_layers", "_seed_generators", "_deferred_initialize",
+              "_cross_device_ops", "_learning_rate", "_distribution_strategy", "update_checkpoint_state_internal",
+              "import EagerTensor", "context.executor")
+#: known uses outside tf_private, in a module another change is splitting (its wrapper is in tf_private)
+KNOWN_PRIVATE_TF = {
+    "packages/towers/src/trainstack/towers/trainers/trainer.py": {
+        "tf.__internal__": "tf_private.Trackable", "_distribution_strategy": "tf_private.optimizer_strategy"},
+}
+
+
+def test_the_core_reaches_tensorflow_internals_only_through_tf_private():
+    """Every private TensorFlow or Keras API of the core (callbacks, inputs, towers, distributed)
+    goes through ``trainstack.callbacks.tf_private``, where it is documented and checked."""
+    import re
+
+    found = []
+    for source in LAYER_SOURCES:
+        rel = str(source.relative_to(ROOT))
+        if rel.split("/")[1] not in ("callbacks", "inputs", "towers", "distributed") or source.name == "tf_private.py":
+            continue
+        known = KNOWN_PRIVATE_TF.get(rel, {})
+        for lineno, line in enumerate(source.read_text().splitlines(), 1):
+            code = line.split("#", 1)[0]
+            for needle in PRIVATE_TF:
+                pattern = rf"(?<=[.\"']){re.escape(needle)}(?!\w)" if needle.startswith("_") else re.escape(needle)
+                if re.search(pattern, code) and needle not in known:
+                    found.append(f"{rel}:{lineno}: {needle}: {line.strip()}")
+    assert not found, "use trainstack.callbacks.tf_private:\n" + "\n".join(found)
