@@ -168,7 +168,7 @@ def eager_mode() -> contextlib.AbstractContextManager[None]:
     """TensorFlow's own switch into eager mode (what tf.function's callers use): the only way
     out of a graph made the default with ``Graph.as_default()``."""
     try:
-        return _eager_context_module().eager_mode()  # type: ignore[no-any-return]
+        return _eager_context_module().eager_mode()
     except (ImportError, AttributeError) as e:
         raise PrivateAPIError("tensorflow.python.eager.context.eager_mode", e) from e
 
@@ -230,13 +230,13 @@ def eager_tensor_type() -> type | None:
     except ImportError as e:
         _fall_back("tensorflow.python.framework.ops.EagerTensor", e)
         return None
-    return EagerTensor  # type: ignore[no-any-return]
+    return EagerTensor
 
 
 def new_host_tensor(eager_tensor: type, array: Any, dtype: tf.DType) -> tf.Tensor:
     """``EagerTensor(array, None, dtype)``: a host tensor made with no device named, which copies
     ``array`` unless TensorFlow wraps it in place (see ``trainstack.inputs.host_tensor``)."""
-    return eager_tensor(array, None, dtype.as_datatype_enum)  # type: ignore[call-arg]
+    return eager_tensor(array, None, dtype.as_datatype_enum)
 
 
 def ensure_eager_context() -> None:

@@ -11,7 +11,7 @@ from trainstack.callbacks import tf_private
 
 # the constructor tf.convert_to_tensor ends in for an array, without its dispatch; None (a counted
 # fallback, see tf_private): the public call
-_HOST_TENSOR = tf_private.eager_tensor_type()
+_HOST_TENSOR: Any = tf_private.eager_tensor_type()
 
 __all__ = ["as_host_tensor"]
 
@@ -63,7 +63,7 @@ def _probe_wrapped_offsets() -> frozenset[int]:
     wrapped = set()
     for offset in range(_ALIGNMENT):
         view = raw[start + offset:start + offset + _ALIGNMENT]
-        tensor = tf_private.new_host_tensor(_HOST_TENSOR, view, tf.uint8)  # type: ignore[arg-type]
+        tensor = tf_private.new_host_tensor(_HOST_TENSOR, view, tf.uint8)
         view[0] = 1
         if tensor.numpy()[0] == 1:
             wrapped.add(offset)
