@@ -4,7 +4,8 @@ Each class is a fixed random pattern plus noise, so a model that learned nothing
 (90% error on 10 classes) while a trained one separates the classes within a few dozen steps.
 The files are the originals' formats, read by ``trainstack.dataflow.dataset`` from
 ``$TENSORPACK_DATASET``: MNIST's idx ``.gz`` files (``mnist_data/``), CIFAR-10's python pickles
-(``cifar10_data/cifar-10-batches-py/``) and SVHN's ``.mat`` files (``svhn_data/``).
+(``cifar10_data/cifar-10-batches-py/``) and SVHN's ``.mat`` files (``svhn_data/``); for the GAN
+examples, a folder of JPEG images (``write_jpegs``, what DCGAN.py's ``--data`` reads).
 """
 from __future__ import annotations
 
@@ -73,3 +74,17 @@ def write_svhn(root: str, sizes: dict[str, int] | None = None) -> None:
         images, labels = _images(n, (32, 32, 3), seed=20 + seed)
         y = np.where(labels == 0, 10, labels).astype(np.uint8).reshape(n, 1)
         scipy.io.savemat(os.path.join(folder, f"{split}_32x32.mat"), {"X": images.transpose(1, 2, 3, 0), "y": y})
+
+
+def write_jpegs(folder: str, n: int = 32, size: int = 40) -> None:
+    """``folder/<i>.jpg``: ``n`` ``size``x``size`` colour JPEGs, each a bright disc of random radius and
+    place on a dark background of random colour (a distribution a GAN's discriminator tells from noise)."""
+    import cv2
+    os.makedirs(folder, exist_ok=True)
+    rng = np.random.RandomState(30)
+    for i in range(n):
+        image = np.empty((size, size, 3), np.uint8)
+        image[:] = rng.randint(0, 96, size=3)
+        centre = tuple(int(c) for c in rng.randint(size // 3, 2 * size // 3, size=2))
+        cv2.circle(image, centre, int(rng.randint(size // 6, size // 3)), (255, 255, 255), -1)
+        cv2.imwrite(os.path.join(folder, f"{i}.jpg"), image)
