@@ -287,8 +287,8 @@ def _port_text(text: str, filename: str, *, tensorflow: bool = True, tensorpack_
     if tensorflow and (imports_tensorpack(tree) if tensorpack_script is None else tensorpack_script):
         tf_edits, tf_notes = _tensorflow_edits(tree, lines, filename, why)
         edits += tf_edits
-    for row, col, insert, end in sorted(edits, reverse=True):
-        lines[row - 1] = lines[row - 1][:col] + insert + lines[row - 1][end:]
+    for row, col, insert, stop in sorted(edits, reverse=True):
+        lines[row - 1] = lines[row - 1][:col] + insert + lines[row - 1][stop:]
     return "".join(lines), _sorted(notes), _sorted(tf_notes)
 
 
