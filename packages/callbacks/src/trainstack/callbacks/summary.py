@@ -137,9 +137,6 @@ class _Fetched(_Entry):
 #: :func:`histogram_stats`), ``image`` (NHWC uint8), ``text`` (a string tensor).
 FETCHED_KINDS = ("scalar", "histogram", "image", "text")
 
-#: the collections that hold fetched summaries (see MergeAllSummaries.overrides)
-_WITH_FETCHED: weakref.WeakSet[SummaryCollection] = weakref.WeakSet()
-
 
 class SummaryCollection:
     """The summaries one model records while its step is traced.
@@ -265,7 +262,6 @@ class SummaryCollection:
             raise ValueError(f"summary {name!r} was recorded as {entry.kind}, now as {kind}; "
                              "give it another name")
         entry.fetch = fetch  # the latest trace's name (every trace builds the same one)
-        _WITH_FETCHED.add(self)
 
     def fetched_summaries(self) -> list[tuple[str, str, str]]:
         """``(name, kind, fetch)`` of each summary recorded by :meth:`add_fetched_summary`."""

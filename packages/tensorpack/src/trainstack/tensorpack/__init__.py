@@ -5,9 +5,9 @@ They are loaded on first use (``_star.py`` holds the imports), so that ``import
 trainstack.tensorpack.utils.viz`` or the port command (``python -m trainstack.tensorpack.port``)
 does not import TensorFlow; ``from trainstack.tensorpack import *`` loads them all.
 """
-from typing import Any
+from typing import Any as _Any
 
-from ._replaced import unprovided
+from ._replaced import unprovided as _unprovided_in
 
 __all__ = [
     "get_rng", "fix_rng_seed", "logger", "DataFlow", "ProxyDataFlow", "RNGDataFlow", "DataFlowTerminated",
@@ -46,10 +46,10 @@ __all__ = [
 ]
 
 
-_unprovided = unprovided(__name__)
+_unprovided = _unprovided_in(__name__)
 
 
-def __getattr__(name: str) -> Any:
+def __getattr__(name: str) -> _Any:
     if name in __all__:
         from . import _star  # noqa: PLC0415 - on first use
 

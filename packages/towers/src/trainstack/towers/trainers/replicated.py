@@ -41,13 +41,13 @@ which the trainer calls in the strategy's scope.
 from __future__ import annotations
 
 import contextlib
-import functools
 import logging
 from collections.abc import Callable, Sequence
 from typing import Any
 
 import tensorflow as tf
 
+from trainstack.callbacks import tf_private
 from trainstack.loop import Callback
 
 from ..session.devices import all_gpus
@@ -116,11 +116,11 @@ class SyncMultiGPUTrainerReplicated(MultiGPUTrainerBase):
     # -- setup ----------------------------------------------------------------------------------
     def _prepare(self) -> None:
         self._strategy = tf.distribute.MirroredStrategy(self.devices,
-                                                        cross_device_ops=self._cross_device_ops())
+                                                        cross_device_ops=self._make_cross_device_ops())
         logger.info("SyncMultiGPUTrainerReplicated: all-reduce mode %r (%s).", self.reduce_mode,
-                    type(self._strategy.extended._cross_device_ops).__name__)  # noqa: SLF001
+                    tf_private.cross_device_ops_name(self._strategy))
 
-    def _cross_device_ops(self) -> tf.distribute.CrossDeviceOps:
+    def _make_cross_device_ops(self) -> tf.distribute.CrossDeviceOps:
         mode = self.reduce_mode
         if mode == "nccl":
             return tf.distribute.NcclAllReduce()
@@ -132,12 +132,7 @@ class SyncMultiGPUTrainerReplicated(MultiGPUTrainerBase):
             return tf.distribute.ReductionToOneDevice(reduce_to_device=self.devices[0])
         # 'collective': the cross-device ops MultiWorkerMirroredStrategy uses, on our devices; TF
         # exports no public constructor for them
-        from tensorflow.python.distribute import cross_device_ops  # noqa: PLC0415
-
-        return cross_device_ops.CollectiveAllReduce(
-            devices=self.devices, group_size=len(self.devices),
-            options=tf.distribute.experimental.CommunicationOptions(),
-            collective_keys=_collective_keys())
+        return tf_private.collective_all_reduce(self.devices)
 
     def _wrap_opt_fn(self, get_opt_fn: Callable[[], Any] | None) -> Callable[[], Any] | None:
         if get_opt_fn is None:
@@ -162,8 +157,8 @@ class SyncMultiGPUTrainerReplicated(MultiGPUTrainerBase):
         return self.strategy.scope()
 
     def _after_variables(self) -> None:
-        optimizer_strategy = getattr(self._optimizer, "_distribution_strategy", self.strategy)
-        if self._optimizer is not None and optimizer_strategy is not self.strategy:
+        optimizer_strategy = tf_private.optimizer_strategy(self._optimizer) if self._optimizer is not None else None
+        if optimizer_strategy is not None and optimizer_strategy is not self.strategy:
             raise ValueError(
                 "SyncMultiGPUTrainerReplicated: the optimizer was created outside the trainer's "
                 "MirroredStrategy (e.g. a cached ModelDesc.get_optimizer() called before "
@@ -219,21 +214,7 @@ class SyncMultiGPUTrainerReplicated(MultiGPUTrainerBase):
         return results[0].cost
 
 
-@functools.cache
-def _collective_keys() -> Any:
-    """The process's one key allocator for collective all-reduces. Each CollectiveAllReduce
-    would otherwise number its device group 1, and a second trainer on another set of devices
-    would join the first one's group (TensorFlow: "joining a group with size 4, but that group
-    has size 2"); one allocator gives each set of devices its own group key."""
-    from tensorflow.python.distribute import cross_device_utils  # noqa: PLC0415
-
-    return cross_device_utils.CollectiveKeys()
-
-
-def _container(variable: tf.Variable) -> tf.Variable:
-    """The MirroredVariable a per-device copy belongs to (the variable itself otherwise)."""
-    container = getattr(variable, "_distributed_container", None)
-    return container() if callable(container) else variable
+_container = tf_private.distributed_container  # the MirroredVariable a per-device copy belongs to
 
 
 class SyncReplicas(Callback):
