@@ -46,7 +46,9 @@ from .callbacks import (
     ScheduledHyperParamSetter,
     SessionRunTimeout,
     SimpleMovingAverage,
+    StartProcOrThread,
     StatMonitorParamSetter,
+    TensorPrinter,
     TFEventWriter,
     ThroughputTracker,
 )
@@ -155,10 +157,12 @@ from .tfutils import (
     SmartInit,
     TowerContext,
     argscope,
+    collect_env_info,
     enable_argscope_for_function,
     enable_argscope_for_module,
     get_arg_scope,
     get_current_tower_context,
+    get_global_step_value,
     get_global_step_var,
     get_model_loader,
     get_tf_version_tuple,
@@ -193,4 +197,4 @@ from .train import (
     Trainer,
     launch_train_with_config,
 )
-from .utils import fix_rng_seed, get_rng, logger
+from .utils import change_env, execute_only_once, fix_rng_seed, get_rng, get_tqdm, humanize_time_delta, logger

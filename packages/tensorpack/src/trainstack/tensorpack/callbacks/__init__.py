@@ -48,7 +48,9 @@ from trainstack.towers import (
     ScalarStats,
 )
 
-from .._replaced import unprovided
+from .._replaced import stand_in_names, unprovided
+from .concurrency import StartProcOrThread
+from .steps import TensorPrinter
 
 __all__ = [
     "Callback", "ProxyCallback", "CallbackFactory", "RunOp", "RunUpdateOps", "ProcessTensors", "DumpTensors",
@@ -59,7 +61,9 @@ __all__ = [
     "StatMonitorParamSetter", "HyperParamSetterWithFunc", "GPUUtilizationTracker", "GraphProfiler",
     "PeakMemoryTracker", "ThroughputTracker", "ModelSaver", "MinSaver", "MaxSaver", "ProgressBar",
     "MovingAverageSummary", "MergeAllSummaries", "SimpleMovingAverage", "PeriodicTrigger", "PeriodicCallback",
-    "EnableCallbackIf", "SessionRunTimeout"
+    "EnableCallbackIf", "SessionRunTimeout", "StartProcOrThread", "TensorPrinter"
 ]
+
+__all__ += stand_in_names(__name__)
 
 __getattr__ = unprovided(__name__)
