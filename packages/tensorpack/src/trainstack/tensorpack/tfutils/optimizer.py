@@ -78,7 +78,7 @@ class VariableAssignmentOptimizer(PostProcessOptimizer):
         super().__init__(opt, assign)
 
 
-class _TimesNiter(GradientProcessor):
+class AccumGradSum(GradientProcessor):
     """Multiplies each gradient by ``niter``: Keras averages the accumulated gradients, tensorpack sums them."""
 
     def __init__(self, niter: int) -> None:
@@ -101,7 +101,7 @@ class AccumGradOptimizer(ProxyOptimizer):
         if getattr(keras_opt, "gradient_accumulation_steps", None):
             raise ValueError(f"AccumGradOptimizer(opt): {keras_opt!r} already accumulates gradients "
                              f"(gradient_accumulation_steps={keras_opt.gradient_accumulation_steps})")
-        ProcessedOptimizer.__init__(self, keras_opt, [*processors, _TimesNiter(niter)] if niter > 1 else processors)
+        ProcessedOptimizer.__init__(self, keras_opt, [*processors, AccumGradSum(niter)] if niter > 1 else processors)
         self._name = "AccumGrad"
         self._niter = niter
         if niter > 1:
