@@ -13,7 +13,8 @@ from collections.abc import Callable
 from typing import Any
 
 __all__ = ["SUBCLASSES", "WRAPPERS", "NOT_YET", "REPLACED", "IMPORT_ERRORS", "EXPOSES", "NotProvidedError",
-           "ReplacedCallError", "find", "message", "unprovided_names", "stand_in_names", "stand_in", "unprovided"]
+           "ReplacedCallError", "find", "message", "unprovided_names", "stand_in_names", "stand_in", "is_stand_in",
+           "unprovided"]
 
 NOT_YET = "not provided yet by trainstack.tensorpack"
 
@@ -318,8 +319,15 @@ def stand_in(key: str) -> Any:
         obj.__name__ = obj.__qualname__ = name
         obj.__doc__ = f"A stand-in: {text}."
         obj.__module__ = f"trainstack.{module}"
+    obj.__replaced_key__ = key
     _STAND_INS[key] = obj
     return obj
+
+
+def is_stand_in(obj: Any) -> bool:
+    """Whether ``obj`` is the stand-in of a :data:`REPLACED` name (made by :func:`stand_in`)."""
+    key = getattr(obj, "__replaced_key__", None)
+    return isinstance(key, str) and _STAND_INS.get(key) is obj
 
 
 def unprovided(mirror: str, **dynamic: Callable[[], Any]) -> Callable[[str], Any]:
