@@ -4,7 +4,6 @@ or is in ``_replaced.REPLACED`` and its import or call raises the documented err
 ``packages/tensorpack/README.md`` are the ones this walk finds."""
 from __future__ import annotations
 
-import importlib
 import re
 from pathlib import Path
 

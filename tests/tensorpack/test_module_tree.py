@@ -226,7 +226,7 @@ def test_the_names_left_to_contrib_keras_are_import_errors_naming_what_to_use():
         exec("from trainstack.tensorpack.contrib.keras import KerasModel", {})
     assert isinstance(info.value, _replaced.NotProvidedError)
     with pytest.raises(ImportError, match="not provided yet"):
-        getattr(importlib.import_module("trainstack.tensorpack.contrib.keras"), "setup_keras_trainer")
+        importlib.import_module("trainstack.tensorpack.contrib.keras").setup_keras_trainer
 
 
 def test_a_name_tensorpacks_module_never_had_is_an_attribute_error():

@@ -11,8 +11,6 @@ trainers).
 from __future__ import annotations
 
 import weakref
-
-import weakref
 from typing import Any
 
 import tensorflow as tf
