@@ -241,3 +241,47 @@ def test_start_proc_or_thread_starts_before_and_stops_after_training():
     assert seen == [True, True, True]
     thread.join(5)
     assert thread.stopped() and not thread.is_alive() and calls
+
+
+class PutScalars(Callback):
+    """Puts ``val_error`` (the epoch number / 10) and ``other`` after each epoch, as an inferencer would."""
+
+    def _trigger_epoch(self):
+        self.trainer.monitors.put_scalar("val_error", self.epoch_num / 10)
+        self.trainer.monitors.put_scalar("other", 7)
+
+
+def test_send_stat_and_send_monitor_data_run_the_formatted_command(tmp_path, monkeypatch):
+    from trainstack.tensorpack.callbacks import InjectShell, SendMonitorData, SendStat
+
+    out = tmp_path / "sent.txt"
+    monitor = SendMonitorData(f"echo monitor {{val_error}} {{other}} >> {out}", ["val_error", "other"])
+    trainer = Trainer()
+    trainer.train_op = lambda: {}
+    errors = []
+    from trainstack.callbacks import logger
+
+    monkeypatch.setattr(logger, "error", lambda msg: errors.append(msg), raising=False)
+    trainer.train([PutScalars(), SendStat(f"echo stat {{val_error}} >> {out}", "val_error"),
+                   SendStat("exit 3", "other")], [monitor], steps_per_epoch=2, max_epoch=2)
+    lines = out.read_text().splitlines()
+    assert [line for line in lines if line.startswith("stat")] == ["stat 0.1", "stat 0.2"]
+    assert [line for line in lines if line.startswith("monitor")] == ["monitor 0.1 7", "monitor 0.2 7"]
+    assert len(errors) == 2 and errors[0].startswith("Command exit 3 failed with ret=")
+
+    pause = tmp_path / "pause.tmp"
+    shells = []
+    monkeypatch.setattr("pdb.set_trace", lambda: shells.append(True))
+    inject = InjectShell(str(pause), shell="pdb")
+    trainer = Trainer()
+    trainer.train_op = lambda: {}
+
+    class TouchAfterFirstEpoch(Callback):
+        def _trigger_epoch(self):
+            if self.epoch_num == 1:
+                pause.write_text("")
+
+    trainer.train([TouchAfterFirstEpoch(), inject], [], steps_per_epoch=1, max_epoch=3)
+    assert shells == [True, True, True] and not pause.exists()  # epochs 1 (after the touch) to 3; removed at the end
+    with pytest.raises(ValueError, match="'ipython' or 'pdb'"):
+        InjectShell(shell="bash")

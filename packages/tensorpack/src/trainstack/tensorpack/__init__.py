@@ -43,7 +43,8 @@ _STAR = [
     "DistributedTrainerParameterServer", "DistributedTrainerReplicated", "HorovodTrainer", "FeedInput",
     "FeedfreeInput", "QueueInput", "BatchQueueInput", "DummyConstantInput", "TensorInput", "TFDatasetInput",
     "StagingInput", "InputSource", "OnlinePredictor", "OfflinePredictor", "PredictConfig", "DatasetPredictorBase",
-    "SimpleDatasetPredictor", "tfv1", "StartProcOrThread", "TensorPrinter", "change_env", "execute_only_once", "get_tqdm",
+    "SimpleDatasetPredictor", "tfv1", "StartProcOrThread", "TensorPrinter", "SendStat", "InjectShell", "SendMonitorData",
+    "change_env", "execute_only_once", "get_tqdm",
     "humanize_time_delta", "get_global_step_value", "collect_env_info",
 ]
 #: tensorpack's ``from tensorpack import *``: ``_STAR`` and the stand-ins of the names in ``_replaced``

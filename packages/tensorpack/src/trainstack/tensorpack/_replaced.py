@@ -42,12 +42,9 @@ REPLACED: dict[str, str] = {
     "tensorpack.callbacks.hooks.HookToCallback": "not provided: TensorFlow 2 has no SessionRunHooks",
     "tensorpack.callbacks.hooks.TFLocalCLIDebugHook": "not provided: TensorFlow 2 has no SessionRunHooks",
     "tensorpack.callbacks.inference_runner.InferenceRunnerBase": "not provided: subclass InferenceRunner",
-    "tensorpack.callbacks.misc.InjectShell":
-        "not provided: niche (shell commands / IPython on a file trigger); write a Callback",
-    "tensorpack.callbacks.misc.SendStat":
-        "not provided: niche (shell commands / IPython on a file trigger); write a Callback",
-    "tensorpack.callbacks.monitor.CometMLMonitor": "not provided: write a MonitorBase subclass",
-    "tensorpack.callbacks.monitor.SendMonitorData": "not provided: write a MonitorBase subclass",
+    "tensorpack.callbacks.monitor.CometMLMonitor":
+        "not provided: a monitor for comet.ml (comet_ml, not a trainstack dependency); write a MonitorBase subclass "
+        "whose process_scalar logs to your comet_ml.Experiment",
     "tensorpack.callbacks.prof.GPUMemoryTracker": "replaced by PeakMemoryTracker",
     "tensorpack.callbacks.prof.HostMemoryTracker": "replaced by PeakMemoryTracker",
     "tensorpack.contrib.keras.KerasModel": NOT_YET,

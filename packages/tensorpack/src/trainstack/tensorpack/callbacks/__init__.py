@@ -50,6 +50,8 @@ from trainstack.towers import (
 
 from .._replaced import stand_in_names, unprovided
 from .concurrency import StartProcOrThread
+from .misc import InjectShell, SendStat
+from .monitor import SendMonitorData
 from .steps import TensorPrinter
 
 __all__ = [
@@ -61,7 +63,8 @@ __all__ = [
     "StatMonitorParamSetter", "HyperParamSetterWithFunc", "GPUUtilizationTracker", "GraphProfiler",
     "PeakMemoryTracker", "ThroughputTracker", "ModelSaver", "MinSaver", "MaxSaver", "ProgressBar",
     "MovingAverageSummary", "MergeAllSummaries", "SimpleMovingAverage", "PeriodicTrigger", "PeriodicCallback",
-    "EnableCallbackIf", "SessionRunTimeout", "StartProcOrThread", "TensorPrinter"
+    "EnableCallbackIf", "SessionRunTimeout", "StartProcOrThread", "TensorPrinter", "SendStat",
+    "InjectShell", "SendMonitorData"
 ]
 
 __all__ += stand_in_names(__name__)
