@@ -4,6 +4,7 @@ or is in ``_replaced.REPLACED`` and its import or call raises the documented err
 ``packages/tensorpack/README.md`` are the ones this walk finds."""
 from __future__ import annotations
 
+import importlib
 import re
 from pathlib import Path
 
@@ -82,3 +83,25 @@ def test_the_readme_counts_are_the_walks():
     assert expected in text, expected
     assert f"{len(not_yet)} of them not provided yet" in text
     assert len(MIRRORED) >= 120 and f"{len(MIRRORED)} modules" in text
+
+
+@pytest.mark.parametrize("package", ["tensorpack", "tensorpack.callbacks", "tensorpack.tfutils", "tensorpack.utils",
+                                     "tensorpack.dataflow", "tensorpack.models", "tensorpack.train",
+                                     "tensorpack.predict", "tensorpack.input_source", "tensorpack.graph_builder"])
+def test_star_imports_bind_what_tensorpacks_bind(package):
+    """``from tensorpack.x import *`` binds the ``__all__`` tensorpack's ``__init__`` builds (its own names and
+    those of the modules it star-imports): module names included (``summary``, ``optimizer``, ``gradproc`` at
+    the top), the inference callbacks in ``callbacks``."""
+    namespace: dict = {}
+    exec(f"from trainstack.{package} import *", namespace)
+    bound = set(namespace) - {"__builtins__"}
+    missing = {n for n in tensorpack_names(package) if _replaced.find(package, n) in _replaced.IMPORT_ERRORS}
+    assert bound == tensorpack_names(package) - missing
+    if package == "tensorpack":
+        for name in ("summary", "optimizer", "gradproc", "sessinit", "sesscreate", "varreplace", "tower"):
+            assert namespace[name] is importlib.import_module(f"trainstack.tensorpack.tfutils.{name}")
+    if package == "tensorpack.callbacks":
+        towers = importlib.import_module("trainstack.towers")
+        for name in ("ClassificationError", "ScalarStats", "BinaryClassificationStats", "Inferencer",
+                     "InferenceRunner", "DataParallelInferenceRunner"):
+            assert namespace[name] is getattr(towers, name)

@@ -74,7 +74,11 @@ def tensorpack_names(module: str) -> set[str]:
     if module == "tensorpack.utils.logger":  # its __all__ grows in a loop
         return {"set_logger_dir", "auto_set_dir", "get_logger_dir", "info", "warning", "error", "critical",
                 "exception", "debug", "setLevel", "addFilter", "warn"}
-    special = {"tensorpack": {"tfv1"}, "tensorpack.compat": {"tfv1", "is_tfv2"},
+    # tensorpack/__init__.py has no __all__: its star import also gives the subpackages its imports bind
+    # (STATICA_HACK and libinfo, its internals, left out)
+    subpackages = {"utils", "dataflow", "models", "callbacks", "tfutils", "train", "input_source", "predict", "compat",
+                   "graph_builder"}
+    special = {"tensorpack": {"tfv1", *subpackages}, "tensorpack.compat": {"tfv1", "is_tfv2"},
                "tensorpack.utils.compatible_serialize": {"loads", "dumps"},
                "tensorpack.utils.naming": {"GLOBAL_STEP_INCR_OP_NAME", "MOVING_SUMMARY_OPS_KEY"}}
     if module in special:

@@ -3,6 +3,8 @@ modules (the last star import winning, as in tensorpack). The package's ``__init
 module on the first use of one of its names, so that importing one mirrored module, or running the
 port command, does not import every layer and TensorFlow."""
 # ruff: noqa: F401 - every name is re-exported by the package's __getattr__
+# tensorpack's package binds its subpackages, which its __init__ imports (no __all__: the star import gives them)
+from . import callbacks, compat, dataflow, graph_builder, input_source, models, predict, tfutils, train, utils
 from .callbacks import (
     BinaryClassificationStats,
     Callback,
