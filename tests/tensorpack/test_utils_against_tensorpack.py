@@ -328,7 +328,10 @@ def test_stoppable_and_loop_threads():
             mod.LoopThread(lambda: None, pausable=False).pause()
 
 
-def _sleep():
+def _report_sigint_and_sleep(q):
+    import signal
+
+    q.put(signal.getsignal(signal.SIGINT) is signal.SIG_IGN)
     time.sleep(60)
 
 
@@ -338,13 +341,16 @@ def test_processes_start_with_sigint_masked_and_are_terminated_at_exit(monkeypat
     _, ts = pair("concurrency")
     registered = []
     monkeypatch.setattr(atexit, "register", lambda f, *a: registered.append((f, a)))
-    proc = mp.Process(target=_sleep)
-    ts.start_proc_mask_signal(proc)
-    ts.ensure_proc_terminate([proc])
-    assert proc.is_alive() and len(registered) == 1
     import signal
 
-    assert signal.getsignal(signal.SIGINT) is not signal.SIG_IGN  # restored in this process
+    before = signal.getsignal(signal.SIGINT)
+    q = mp.Queue()
+    proc = mp.Process(target=_report_sigint_and_sleep, args=(q,))
+    ts.start_proc_mask_signal(proc)
+    assert q.get(timeout=30) is True  # the child ignores Ctrl-C
+    ts.ensure_proc_terminate([proc])
+    assert proc.is_alive() and len(registered) == 1
+    assert signal.getsignal(signal.SIGINT) is before  # restored in this process
     fn, args = registered[0]
     fn(*args)  # what atexit runs
     assert not proc.is_alive()

@@ -1,7 +1,7 @@
 """tensorpack 0.11's ``tensorpack.tfutils.common`` (``get_global_step_var``: ``trainstack.tensorpack.tf1``'s)."""
 import tensorflow as tf
 
-from trainstack.tensorpack.tf1 import get_global_step_var, step_counter
+from trainstack.tensorpack.tf1 import get_global_step_var, last_trainer
 
 from .._replaced import stand_in_names, unprovided
 from .collect_env import collect_env_info
@@ -18,7 +18,7 @@ def get_global_step_value() -> int:
     """The global step as a Python int: the steps finished by the trainer training now (or the last one of
     this layer's trainers that trained), which ``get_global_step_var()`` reads in graph code and
     ``self.global_step`` in callbacks. Before any trainer, a RuntimeError (tensorpack had no session)."""
-    trainer = step_counter.last_trainer()
+    trainer = last_trainer()
     if trainer is None:
         raise RuntimeError("get_global_step_value() was called before any trainstack.tensorpack trainer trained "
                            "in this process: there is no step yet (read trainer.global_step once it trains)")

@@ -14,9 +14,7 @@ import tensorflow as tf
 
 from trainstack.loop import check_int
 from trainstack.tensorpack.tf1 import apply_grad_processors
-from trainstack.tensorpack.tf1.train_optimizers import adapt_optimizer
 from trainstack.towers import GradientProcessor, ProcessedOptimizer
-from trainstack.towers.tower.gradproc import unwrap_optimizer
 
 from .._replaced import unprovided
 
@@ -24,8 +22,14 @@ __all__ = ["apply_grad_processors", "ProxyOptimizer", "PostProcessOptimizer", "V
            "AccumGradOptimizer"]
 
 
+def _keras_and_processors(opt: Any) -> tuple[Any, list[GradientProcessor]]:
+    """The Keras optimizer (a TF1 optimizer's Keras stand-in) and the gradient processors of ``opt``."""
+    wrapped = apply_grad_processors(opt, [])  # the TF1 room's: adapts a TF1 optimizer, checks the rest
+    return wrapped.optimizer, list(wrapped.processors)
+
+
 def _unbuilt_keras(opt: Any, who: str) -> tuple[Any, list[GradientProcessor]]:
-    keras_opt, processors = unwrap_optimizer(adapt_optimizer(opt))
+    keras_opt, processors = _keras_and_processors(opt)
     if not hasattr(keras_opt, "apply_gradients") or not hasattr(keras_opt, "built"):
         raise TypeError(f"{who}(opt): opt must be a Keras or TF1 optimizer (or one wrapped by "
                         f"apply_grad_processors), got {opt!r}")
@@ -39,7 +43,7 @@ class ProxyOptimizer(ProcessedOptimizer):
     """An optimizer that delegates everything to ``opt`` (a base for wrappers)."""
 
     def __init__(self, opt: Any, name: str = "ProxyOptimizer") -> None:
-        keras_opt, processors = unwrap_optimizer(adapt_optimizer(opt))
+        keras_opt, processors = _keras_and_processors(opt)
         super().__init__(keras_opt, processors)
         self._name = name
 
