@@ -22,6 +22,7 @@ class SendStat(Callback):
 
     def _trigger(self) -> None:
         monitors = self.trainer.monitors
+        assert monitors is not None  # set by the trainer before training
         values = {k: monitors.get_latest(k) for k in self.names}
         cmd = self.command.format(**values)
         ret = os.system(cmd)  # noqa: S605 - the user's command, as tensorpack ran it
