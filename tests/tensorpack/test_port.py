@@ -13,7 +13,8 @@ import pytest
 
 from trainstack.tensorpack.port import main, port_source
 
-SCRIPTS = Path(__file__).parent / "scripts"
+#: tensorpack's examples/basics/, verbatim from tensorpack master 1547a54 (see test_tensorpack_examples.py)
+SCRIPTS = Path(__file__).parent / "examples" / "basics"
 
 
 def _changed(old: bytes, new: bytes) -> list[tuple[bytes, bytes]]:
@@ -25,14 +26,15 @@ def _changed(old: bytes, new: bytes) -> list[tuple[bytes, bytes]]:
 def test_the_basics_examples_port_with_their_import_lines_only(tmp_path, capsys):
     assert main([str(SCRIPTS), "--out", str(tmp_path)]) == 0
     report = capsys.readouterr().out
-    for name, count in [("mnist-convnet.py", 4), ("cifar-convnet.py", 5)]:
+    for name, count in [("mnist-convnet.py", 4), ("cifar-convnet.py", 5), ("mnist-tflayers.py", 4),
+                        ("mnist-visualizations.py", 3), ("svhn-digit-convnet.py", 4), ("export-model.py", 3)]:
         changed = _changed((SCRIPTS / name).read_bytes(), (tmp_path / name).read_bytes())
         assert len(changed) == count
         for old, new in changed:
             assert old.startswith((b"from tensorpack", b"import tensorpack"))
             assert new == old.replace(b"tensorpack", b"trainstack.tensorpack", 1)
         assert f"{name}: {count} import lines changed -> {tmp_path / name}" in report
-    assert "2 files, 9 lines changed" in report
+    assert "6 files, 23 lines changed" in report
     assert "does not provide" not in report
 
 
