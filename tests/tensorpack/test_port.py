@@ -87,20 +87,21 @@ def test_the_report_names_what_is_not_provided_and_its_replacement():
     source = textwrap.dedent("""\
         from tensorpack import *
         from tensorpack.tfutils.sesscreate import NewSessionCreator
-        from tensorpack.tfutils import summary
-        from tensorpack.models.regularize import regularize_cost
-        import tensorpack.utils.stats as stats
+        from tensorpack.callbacks import hooks
+        from tensorpack.models.registry import layer_register
+        import tensorpack.utils.concurrency as concurrency
         sess = get_default_sess_config()
-        summary.add_activation_summary(x)
-        counter = stats.RatioCounter()
+        hooks.CallbackToHook(x)
+        thread = concurrency.ShareSessionThread()
+        counter = concurrency.StoppableThread()
         """)
     _, notes = port_source(source, "s.py")
     assert len(notes) == 5
     assert notes[0].startswith("s.py:1: get_default_sess_config: ") and "RuntimeConfig" in notes[0]
     assert notes[1].startswith("s.py:2: NewSessionCreator: ") and "TensorFlow 2 has no sessions" in notes[1]
-    assert notes[2].startswith("s.py:4: tensorpack.models.regularize: ") and "no such module" in notes[2]
-    assert notes[3].startswith("s.py:7: add_activation_summary: ") and "add_tensor_summary" in notes[3]
-    assert notes[4].startswith("s.py:8: RatioCounter: ") and "not provided yet" in notes[4]
+    assert notes[2].startswith("s.py:4: tensorpack.models.registry: ") and "no such module" in notes[2]
+    assert notes[3].startswith("s.py:7: CallbackToHook: ") and "SessionRunHooks" in notes[3]
+    assert notes[4].startswith("s.py:8: ShareSessionThread: ") and "threading.Thread" in notes[4]
 
 
 def test_in_place_keeps_a_backup_and_refuses_to_overwrite_one(tmp_path, capsys):

@@ -66,7 +66,7 @@ from .model_desc import ModelDesc, ModelDescBase
 from .recording import GraphBuildError, GraphOp, minimize
 from .regularize import l1_regularizer, l2_regularizer, regularize_cost
 from .room import emulation
-from .step_counter import get_global_step_var
+from .step_counter import get_global_step_var, last_trainer
 from .summaries import add_param_summary
 from .switch import TF1CallError
 from .tower import TowerContext, TowerFunc
@@ -93,7 +93,7 @@ __all__ = [
     "SimpleTrainer", "QueueInputTrainer", "NoOpTrainer", "MultiGPUTrainerBase", "SyncMultiGPUTrainerReplicated",
     "SyncMultiGPUTrainerParameterServer", "SyncMultiGPUTrainer", "AsyncMultiGPUTrainer", "apply_grad_processors",
     "HorovodTrainer", "DistributedTrainerReplicated", "DistributedTrainerParameterServer", "minimize", "GraphOp", "GraphBuildError",
-    "add_param_summary", "regularize_cost", "l2_regularizer", "l1_regularizer", "get_global_step_var",
+    "add_param_summary", "regularize_cost", "l2_regularizer", "l1_regularizer", "get_global_step_var", "last_trainer",
     "tfv1", "get_num_gpu", "KerasPhaseCallback", "DataParallelBuilder",
     "auto_reuse_variable_scope", "under_variable_scope",
     "FeedfreeTrainerBase", "SingleCostFeedfreeTrainer", "SimpleFeedfreeTrainer", "legacy_get_predictor",

@@ -22,10 +22,11 @@ from trainstack.towers.trainers.trainer import TowerTrainer
 
 from . import switch
 
-__all__ = ["get_global_step_var", "GlobalStepView", "step_mirror", "advance_in_graph", "mirror_step_of"]
+__all__ = ["get_global_step_var", "GlobalStepView", "step_mirror", "advance_in_graph", "mirror_step_of", "last_trainer"]
 
 
 _step_var: tf.Variable | None = None
+_last_trainer: weakref.ref[Any] | None = None
 #: the tower functions of this layer's trainers, whose training towers may read the step
 _mirrored: weakref.WeakSet[Any] = weakref.WeakSet()
 
@@ -68,9 +69,17 @@ class _GlobalStepMirror(Callback):
         self._variable.assign(self.trainer.loop.global_step)
 
 
+def last_trainer() -> Any:
+    """The last of this layer's trainers whose callbacks were set up (the one training now), or None."""
+    return None if _last_trainer is None else _last_trainer()
+
+
 def step_mirror(trainer: Any) -> Callback | None:
     """The callback that keeps the step variable equal to ``trainer.global_step``: for every
-    TowerTrainer once some code asked for the step (one assign per step); none before."""
+    TowerTrainer once some code asked for the step (one assign per step); none before.
+    Records ``trainer`` as :func:`last_trainer`."""
+    global _last_trainer
+    _last_trainer = weakref.ref(trainer)
     if _step_var is None or not isinstance(trainer, TowerTrainer):
         return None
     return _GlobalStepMirror(_step_var)
