@@ -268,6 +268,7 @@ def test_dcgan_trains_both_networks_on_a_folder_of_jpegs_and_writes_its_samples(
     logdir = tmp_path / "train_log" / "DCGAN"
     measured = check_gan(logdir, stats(logdir, 2, 10), "generated-samples", (64, 64, 3), 8)
     print(f"DCGAN.py: {measured}")
+    shutil.rmtree(tmp_path / "train_log")   # its checkpoints: 66 MB each
 
 
 #: tensorpack 1547a54's ConditionalGAN-mnist.py does not build in tensorpack either: commit fe33c83
@@ -303,6 +304,7 @@ def test_conditional_gan_mnist_trains_with_tensorpacks_stride_and_writes_its_sam
     logdir = tmp_path / "train_log" / "ConditionalGAN-mnist"
     measured = check_gan(logdir, stats(logdir, 2, 10), "gen", (28, 28, 1), 30)
     print(f"ConditionalGAN-mnist.py: {measured}")
+    shutil.rmtree(tmp_path / "train_log")   # its checkpoints: 130 MB each
 
 
 def test_svhn_digit_dorefa_trains_its_quantized_net_past_its_validation_error(tmp_path):

@@ -169,7 +169,7 @@ def _tensorflow_edits(tree: ast.AST, lines: list[str], filename: str,
         elif isinstance(node, ast.Import) and len(node.names) > 1:
             notes.append(f"{where}: left as it is (it imports other modules too): give TensorFlow an import "
                          f"statement of its own and port again, to make it tfv1 ({why})")
-        elif ".contrib" in stmt.split(" import ")[0] or " contrib" in stmt:
+        elif (form.name if isinstance(node, ast.Import) else f"{node.module}.{form.name}").split(".")[1] == "contrib":
             notes.append(f"{where}: left as it is: tensorflow.contrib is not part of TensorFlow 2 (no "
                          f"replacement in tfv1)")
         else:
