@@ -57,10 +57,16 @@ def _module_file(module: str) -> Path | None:
 
 
 def _declared_all(source: Path) -> list[str] | None:
-    """The literal ``__all__`` of a module's top level, or None when it declares none."""
+    """The literal ``__all__`` of a module's top level, or None when it declares none. Names it
+    computes by a call (the tensorpack layer's stand-ins, served by its module ``__getattr__``)
+    are left out: only what the source spells is checked."""
     import ast
 
-    constants: dict[str, object] = {}  # literal tuples a starred __all__ entry may name
+    class Literals(dict):
+        def __missing__(self, name: str) -> object:
+            return lambda *args, **kwargs: ()  # a helper __all__ calls: computed names, left out
+
+    constants: dict[str, object] = Literals()  # literal tuples a starred __all__ entry may name
     for node in ast.parse(source.read_text(), str(source)).body:
         targets = node.targets if isinstance(node, ast.Assign) else \
             [node.target] if isinstance(node, ast.AnnAssign) else []
