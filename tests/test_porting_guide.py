@@ -38,7 +38,14 @@ TENSORPACK_MODELS_ALL = [
 
 # where a name the guide marks as provided may live, besides `from trainstack import *`
 SUBMODULES = ["trainstack.tensorpack", "trainstack.tensorpack.models", "trainstack.tensorpack.tf1", "trainstack.dataflow", "trainstack.dataflow.dataset",
-              "trainstack.dataflow.viz", "trainstack.dataflow.imgaug"]
+              "trainstack.dataflow.viz", "trainstack.dataflow.imgaug",
+              *(f"trainstack.tensorpack.{m}" for m in [
+                  "callbacks", "predict", "input_source", "graph_builder", "train", "compat", "dataflow.dataset",
+                  "tfutils", "tfutils.optimizer", "tfutils.gradproc", "tfutils.summary", "tfutils.symbolic_functions",
+                  "tfutils.scope_utils", "tfutils.varmanip", "tfutils.model_utils", "tfutils.tower", "tfutils.common",
+                  "tfutils.collect_env", "utils", "utils.argtools", "utils.viz", "utils.stats", "utils.timer",
+                  "utils.fs", "utils.concurrency", "utils.develop", "utils.serialize", "utils.gpu", "utils.palette",
+                  "utils.naming", "utils.nvml", "utils.debug"])]
 
 # how a status cell of the name tables starts
 STATUSES = ("same", "renamed", "replaced by", "a stub", "not provided", "not in tensorpack 0.11")
@@ -165,7 +172,11 @@ def resolve():
         except ImportError as exc:  # a layer's extra not installed, a module being written
             failed[name] = exc
 
+    from trainstack.tensorpack._replaced import is_stand_in
+
     def find(dotted: str) -> bool:
+        """Whether trainstack provides ``dotted`` (a stand-in of a listed name, whose call names the
+        replacement, is not provided)."""
         first, *rest = dotted.split(".")
         for scope in [namespace, *(vars(m) for m in modules)]:
             if first in scope:
@@ -175,7 +186,7 @@ def resolve():
                         obj = getattr(obj, attr)
                 except AttributeError:
                     continue
-                return True
+                return not is_stand_in(obj)
         return False
 
     find.failed = failed

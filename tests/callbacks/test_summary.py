@@ -255,3 +255,37 @@ def test_histograms_are_computed_in_the_step_under_xla_and_retraces():
     assert list(proto.bucket) == counts.tolist()
     np.testing.assert_allclose(proto.bucket_limit, edges[1:], rtol=1e-6, atol=1e-6)
     assert proto.sum_squares == pytest.approx(float(np.sum(finite.astype(np.float64) ** 2)), rel=1e-5)
+
+
+def fetching_trainer(fetches_summary: bool):
+    """A loop trainer with its own collection; its step gives the value "x" (= the step), and,
+    when ``fetches_summary``, its collection says summary "x_summary" is computed when "x" is fetched."""
+    from trainstack.loop import Trainer
+
+    trainer = Trainer()
+    trainer.summary_collection = SummaryCollection(f"fetching={fetches_summary}")
+    if fetches_summary:
+        trainer.summary_collection.add_fetched_summary("x_summary", "scalar", "x")
+    counter = iter(range(1, 1000))
+    trainer.train_op = lambda: {"x": np.float32(next(counter))}
+    return trainer
+
+
+@pytest.mark.parametrize("fetching_first", [True, False])
+def test_two_trainers_in_one_process_own_their_summary_hooks(fetching_first):
+    """Whether MergeAllSummaries takes part in hooked runs is its own trainer's business: a trainer
+    whose steps fetch no summary stays off the hooked-run protocol beside one whose steps do, in
+    either order, and the other still writes its fetched summary."""
+    made = [fetching_trainer(fetching_first), fetching_trainer(not fetching_first)]
+    fetching, plain = made if fetching_first else made[::-1]
+    fetching_rec, plain_rec = Recorder(), Recorder()
+    merge_fetching, merge_plain = MergeAllSummaries(), MergeAllSummaries()
+    plain.setup_callbacks([merge_plain], [plain_rec])
+    fetching.setup_callbacks([merge_fetching], [fetching_rec])
+    assert plain.callbacks.active("before_run") == [] and not plain.callbacks.hooks_runs
+    assert fetching.callbacks.active("before_run") == [merge_fetching] and fetching.callbacks.hooks_runs
+    for trainer in (plain, fetching):
+        trainer.initialize()
+        trainer.main_loop(steps_per_epoch=3, max_epoch=1)
+    assert fetching_rec.steps_of("x_summary") == [3] and fetching_rec.values_of("x_summary") == [3.0]
+    assert plain_rec.steps_of("x_summary") == []

@@ -31,7 +31,7 @@ def no_fixed_seed():
 
 def test_importing_trainstack_dataflow_does_not_import_tensorflow():
     # trainstack.loop (pure Python, for trainstack.loop.checks) is the only layer it imports
-    code = ("import sys, json, trainstack.dataflow, trainstack.dataflow._worker, trainstack.dataflow._workers; "
+    code = ("import sys, json, trainstack.dataflow, trainstack.dataflow._worker_main, trainstack.dataflow._worker_pool; "
             "print(json.dumps(sorted(m for m in ('tensorflow', 'keras', 'trainstack.callbacks', "
             "'trainstack.inputs') if m in sys.modules)))")
     out = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True)

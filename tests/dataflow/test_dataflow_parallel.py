@@ -3,6 +3,7 @@ MultiProcessRunner(ZMQ), the shards of MultiProcessDataFlow, and what goes to th
 value (lambdas, closures, definitions of the main script) without re-running the main script."""
 from __future__ import annotations
 
+import contextlib
 import itertools
 import os
 import subprocess
@@ -156,13 +157,14 @@ def test_runner_workers_with_a_fixed_seed_are_reproducible_and_distinct():
                 runner.reset_state()
                 index = {p.pid: i for i, p in enumerate(runner.workers)}
                 streams: list[list[int]] = [[], []]
-                for value, pid in itertools.islice(iter(runner), 20000):
+                # one worker may run alone for a while (the other still starting on a busy machine)
+                for value, pid in itertools.islice(iter(runner), 1_000_000):
                     streams[index[int(pid)]].append(int(value))
                     if min(map(len, streams)) >= 5:
                         return [s[:5] for s in streams]
         finally:
             fix_rng_seed(None)
-        raise AssertionError("a worker sent fewer than 5 datapoints in 20000")
+        raise AssertionError("a worker sent fewer than 5 datapoints in 1,000,000")
 
     first, second = draw(), draw()
     assert first == second  # worker i's numbers come from seed 11 + 1 + i
@@ -235,3 +237,37 @@ def test_a_dataflow_from_an_interactive_main_goes_to_the_workers_by_value():
     """)
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert out.stdout.strip() == "[7, 8, 9]", out.stdout + out.stderr
+
+
+def test_the_spawn_preparation_data_is_multiprocessings_own_outside_a_worker_start():
+    """Workers start without the main script because multiprocessing's ``get_preparation_data``
+    is wrapped while they start, and only then: before and after, and in another thread that
+    spawns while they start, it is the standard library's own function."""
+    import multiprocessing.spawn as mp_spawn
+
+    from trainstack.dataflow import _worker_pool
+
+    original = mp_spawn.get_preparation_data
+    seen_elsewhere: list[dict] = []
+    started = threading.Event()
+    real_main_left_out = _worker_pool._main_left_out
+
+    def main_left_out():  # while each worker starts, another thread asks for the preparation data
+        with real_main_left_out():
+            assert mp_spawn.get_preparation_data is not original  # wrapped, during the start only
+            other = threading.Thread(target=lambda: seen_elsewhere.append(mp_spawn.get_preparation_data("x")))
+            other.start()
+            other.join(10)
+            started.set()
+            yield
+
+    _worker_pool._main_left_out = contextlib.contextmanager(main_left_out)
+    try:
+        with MultiProcessDataFlow(DataFromList([[k] for k in range(4)], shuffle=False), 2) as df:
+            assert sorted(int(dp[0]) for dp in df) == [0, 1, 2, 3]
+    finally:
+        _worker_pool._main_left_out = real_main_left_out
+    assert started.is_set()
+    assert mp_spawn.get_preparation_data is original
+    assert len(seen_elsewhere) == 2 and all(data == original("x") for data in seen_elsewhere), \
+        "the processes another thread spawns while workers start lost the main module"

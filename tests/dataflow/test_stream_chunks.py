@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from trainstack.dataflow import DataFromList, MultiProcessDataFlow, MultiProcessRunner, MultiProcessRunnerZMQ
-from trainstack.dataflow._worker import CHUNK_BYTES, CHUNK_DATAPOINTS, CHUNK_SECONDS, _frames
+from trainstack.dataflow._worker_main import CHUNK_BYTES, CHUNK_DATAPOINTS, CHUNK_SECONDS, _frames
 from trainstack.dataflow.codec import OOB_MIN_BYTES, decode_frame
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -25,7 +25,7 @@ def one_pass(dataflow, **kwargs):
     arrays filled in), up to and including its ``end_of_pass``."""
     frames = []
     for data, buffers in _frames(dataflow, **{"index": 0, "count": 1, "sharded": False, "map_func": None,
-                                              "forbid_empty_pass": False, **kwargs}):
+                                              "max_empty_passes": None, **kwargs}):
         oob = []
         frame = decode_frame(data, peer="the test", trusted=True, oob=oob)
         assert len(oob) == len(buffers)
@@ -101,7 +101,7 @@ def test_a_datapoint_with_out_of_band_arrays_goes_alone_after_the_chunk_before_i
 
 
 def test_datapoints_made_before_a_failure_are_sent_before_it():
-    frames = _frames(FailsAfter(3), index=0, count=1, sharded=False, map_func=None, forbid_empty_pass=False)
+    frames = _frames(FailsAfter(3), index=0, count=1, sharded=False, map_func=None, max_empty_passes=None)
     data, buffers = next(frames)
     assert decode_frame(data, trusted=True, oob=[])["datapoints"] == [[0], [1], [2]] and buffers == []
     with pytest.raises(ValueError, match="the dataflow broke"):
@@ -110,7 +110,7 @@ def test_datapoints_made_before_a_failure_are_sent_before_it():
 
 def test_passes_end_their_chunks_and_a_sharded_worker_keeps_its_share():
     frames = _frames(DataFromList([[i] for i in range(10)], shuffle=False), index=1, count=3, sharded=True,
-                     map_func=None, forbid_empty_pass=False)
+                     map_func=None, max_empty_passes=None)
     seen = [decode_frame(next(frames)[0], trusted=True, oob=[]) for _ in range(4)]
     assert seen == [{"kind": "chunk", "pass_num": 0, "datapoints": [[1], [4], [7]]},
                     {"kind": "end_of_pass", "pass_num": 0},

@@ -135,7 +135,8 @@ def test_tfdatasetinput_takes_a_dataflow():
 
 
 def test_a_bad_datapoint_through_dataflow_to_dataset_names_the_input():
-    data = [[np.ones([2, 2], "float32"), np.array([1, 2])], [np.ones([2, 2], "float32"), np.ones([2], "float32")]]
+    nan_labels = np.full([2], np.nan, "float32")  # NaN has no int64 value (a float label would be converted)
+    data = [[np.ones([2, 2], "float32"), np.array([1, 2])], [np.ones([2, 2], "float32"), nan_labels]]
     reader = InputReader(TFDatasetInput(data), SIG)
     with pytest.raises(tf.errors.OpError, match=r"InputSignatureError.*input 'y' expects dtype int64"):
         reader.read()

@@ -75,7 +75,7 @@ def test_float64_is_converted_to_the_spec_dtype():
 
 
 @pytest.mark.parametrize("bad, match", [
-    ((np.ones([2, 2], "float32"), np.ones([2], "float32")), r"'y' expects dtype int32.*float32"),
+    ((np.ones([2, 2], "float32"), np.full([2], np.nan, "float32")), r"'y' expects dtype int32.*float32.*NaN"),
     ((np.ones([2, 3], "float32"), np.ones([2], "int32")), r"'x' expects .*shape \(None, 2\).*\(2, 3\)"),
     ((np.ones([2, 2], "float32"),), r"1 components.*expects 2"),
     ({"x": np.ones([2, 2], "float32")}, r"missing \['y'\]"),

@@ -69,7 +69,7 @@ def test_queue_size_is_reported_to_the_monitors_each_epoch(run_with_deadline):
 
 def test_a_bad_datapoint_in_the_thread_stops_training_with_a_signature_error(run_with_deadline):
     data = make_data(5)
-    data[3] = (data[3][0], np.ones([2], "float32"))  # float labels: not convertible to int64
+    data[3] = (data[3][0], np.full([2], np.inf, "float32"))  # infinite labels: no int64 value
     source = QueueInput(data, queue_size=2)
     reader = InputReader(source, SIG)
     with pytest.raises(InputSignatureError, match=r"QueueInput: input 'y' expects dtype int64") as info:

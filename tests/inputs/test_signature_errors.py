@@ -38,11 +38,13 @@ def test_unnamed_specs_are_named_by_position():
     assert [s.name for s in specs] == ["input0", "y"]
 
 
-def test_same_kind_casts_are_accepted_others_refused():
+def test_values_convert_as_tensorpacks_feed_did_and_garbage_is_refused():
     x, y = check_datapoint((np.zeros([3, 2]), np.zeros([3], "int64")), normalize_signature(SIG))
     assert x.dtype == np.float32 and y.dtype == np.int32
-    with pytest.raises(InputSignatureError, match=r"'label' expects dtype int32.*float64 does not convert"):
-        check_datapoint((np.zeros([3, 2]), np.zeros([3])), normalize_signature(SIG), source="src")
+    _, y = check_datapoint((np.zeros([3, 2]), np.array([0.0, 1.0, 2.0])), normalize_signature(SIG))
+    assert y.dtype == np.int32 and y.tolist() == [0, 1, 2]
+    with pytest.raises(InputSignatureError, match=r"src: input 'label' expects dtype int32.*float64.*NaN"):
+        check_datapoint((np.zeros([3, 2]), np.full([3], np.nan)), normalize_signature(SIG), source="src")
 
 
 WIDE = normalize_signature([tf.TensorSpec([None, 2], tf.float32, "image"), tf.TensorSpec([None], tf.int32, "label"),
@@ -62,7 +64,8 @@ GOOD = [np.zeros([3, 2], np.float32), np.arange(3, dtype=np.int32), np.array([b"
     [GOOD[0], GOOD[1], np.zeros([2, 2, 2], object), 7],  # any shape for an unknown-rank spec; a Python int
     [np.zeros([3, 3], np.float32), *GOOD[1:]],  # wrong width
     [np.zeros([3], np.float32), *GOOD[1:]],  # wrong rank
-    [GOOD[0], GOOD[1].astype(np.float32), *GOOD[2:]],  # float -> int refused
+    [GOOD[0], GOOD[1].astype(np.float32), *GOOD[2:]],  # float -> int converted
+    [GOOD[0], np.full(3, np.inf, np.float32), *GOOD[2:]],  # infinity -> int refused
     GOOD[:3],  # a component missing
     {"image": GOOD[0]},
     "not a datapoint",
@@ -105,12 +108,12 @@ def test_setup_and_tower_misuse_are_clear_errors():
 
 def bad_label_datapoints():
     good = (np.zeros([2, 2], "float32"), np.zeros([2], "int32"))
-    return [good, (good[0], np.zeros([2], "float32"))]
+    return [good, (good[0], np.full([2], np.nan, "float32"))]  # NaN has no int32 value
 
 
 def bad_label_examples():
     good = (np.zeros([2], "float32"), np.int32(0))
-    return [good, good, (good[0], np.float32(0.5))]
+    return [good, good, (good[0], np.float32(np.nan))]
 
 
 @pytest.mark.parametrize("make_source, error_type", [

@@ -12,8 +12,11 @@ tensorpack"); cases where tensorpack 0.11 hangs forever run through trainstack o
 """
 from __future__ import annotations
 
+import contextlib
+import itertools
 import os
 import pickle
+import signal
 import subprocess
 import sys
 from typing import Any
@@ -25,18 +28,29 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 if HERE not in sys.path:
     sys.path.insert(0, HERE)
 import parallel_cases  # noqa: E402
-from mapfuncs import refuse_three  # noqa: E402 - workers import it by name (not this test module)
-from parallel_cases import CASES, TUPLES, increment_in_place, mapped, multiset  # noqa: E402
-from pipelines import LIBS, closing, double, ids, mixed_types, observe, passes, take, tp, ts  # noqa: E402
+from mapfuncs import identity, refuse_three  # noqa: E402 - workers import it by name (not this test module)
+from parallel_cases import CASES, GUARDED, RUNNERS, TUPLES, increment_in_place, mapped, multiset  # noqa: E402
+from pipelines import LIBS, closing, double, ids, mixed_types, observe, outcome, passes, take, tp, ts  # noqa: E402
+from zoo import ZOO, EmptyEveryOtherPass, summary  # noqa: E402
 
 
 @pytest.fixture(scope="module")
 def tensorpack_outcomes(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple]:
-    """Every case of parallel_cases.py through tensorpack, in a fresh process."""
+    """Every case of parallel_cases.py through tensorpack, in a fresh process (in a session of its
+    own: tensorpack's workers of a runner inside a runner outlive their parent, which cannot
+    stop them without python-prctl, so whatever is left of the session is killed after it)."""
     out = tmp_path_factory.mktemp("tensorpack") / "outcomes.pickle"
-    proc = subprocess.run([sys.executable, parallel_cases.__file__, str(out)], capture_output=True, text=True,
-                          timeout=300)
-    assert proc.returncode == 0, f"tensorpack's cases failed to run:\n{proc.stderr[-3000:]}"
+    with open(out.with_suffix(".log"), "w+b") as log:
+        proc = subprocess.Popen([sys.executable, parallel_cases.__file__, str(out)], stdout=log, stderr=log,
+                                start_new_session=True)
+        try:
+            code = proc.wait(timeout=300)
+        finally:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+        log.seek(0)
+        assert code == 0, f"tensorpack's cases failed to run:\n{log.read()[-3000:].decode(errors='replace')}"
     with open(out, "rb") as f:
         return pickle.load(f)
 
@@ -63,6 +77,13 @@ SAME = ["strict_twice[MultiProcessMapData]", "strict_twice[MultiProcessMapDataZM
         "map_and_batch_one_process",
         "map_and_batch_two_processes[MultiProcessMapAndBatchData]",
         "map_and_batch_two_processes[MultiProcessMapAndBatchDataZMQ]"]
+#: every dataflow class of tensorpack's in each runner (one worker); the guarded ones in MultiProcessMapData
+ZOO_CASES = [f"zoo[{r}][{n}]" for r in RUNNERS for n in ZOO] + \
+    [f"zoo[MultiProcessMapData][{n}]" for n in GUARDED if n != "LocallyShuffleData"]
+#: passes that yield nothing, a runner in a runner
+EMPTY_PASS_CASES = [f"{c}[{r}]" for r in RUNNERS for c in ("empty_every_other_pass", "batch_by_shape_empty_first_pass")]
+SAME += ZOO_CASES + EMPTY_PASS_CASES + ["empty_every_other_pass[MultiProcessMapData endless]",
+                                       "nested[MultiProcessRunnerZMQ in MultiProcessRunnerZMQ]"]
 
 
 @pytest.mark.parametrize("name", SAME)
@@ -91,6 +112,71 @@ def test_the_cases_observe_what_they_should(tensorpack_outcomes):
     assert lengths == [5, 5] and set(seen) <= {repr(observe(dp)) for dp in ids(5)} and bounded
 
 
+def test_every_dataflow_class_runs_in_a_worker_as_in_its_own_process(tensorpack_outcomes):
+    """What the zoo cases compare is what each dataflow gives in the process that made it (so
+    that agreeing with tensorpack means the worker ran it, not that both failed alike)."""
+    for name in ZOO:
+        for runner in RUNNERS:
+            size, got = tensorpack_value(tensorpack_outcomes, f"zoo[{runner}][{name}]")
+            ds = ZOO[name](ts)
+            ds.reset_state()
+            with closing(ds):
+                kind, own_size = outcome(lambda: len(ds))  # noqa: B023 - called at once
+                if kind == "ok":
+                    assert size == own_size, f"{runner}({name}): size {size}, in its own process {own_size}"
+                    if name == "LocallyShuffleData":  # its own passes never end: a runner's are len(ds)
+                        own = [list(itertools.islice(iter(ds), own_size)) for _ in range(2)]
+                    else:
+                        own = [list(ds), list(ds)]
+                    assert got == summary(name, own), f"{runner}({name}) differs from {name}"
+                else:
+                    assert size == "no size", name
+    size, (lengths, all_known) = tensorpack_value(tensorpack_outcomes, "zoo[MultiProcessRunnerZMQ][RandomChooseData]")
+    assert size == "no size" and lengths == [4] and all_known
+
+
+def test_a_pass_that_yields_nothing_is_skipped_as_in_tensorpack(tensorpack_outcomes):
+    """tensorpack's runners go on to the next pass when one yields nothing (so do the endless
+    parallel maps, through ``RepeatedData``); trainstack's runners did refuse such a pass."""
+    every_other = [observe(dp) for dp in ids(3)]
+    for runner in RUNNERS:
+        assert tensorpack_value(tensorpack_outcomes, f"empty_every_other_pass[{runner}]") == [every_other] * 2
+        size, got = tensorpack_value(tensorpack_outcomes, f"batch_by_shape_empty_first_pass[{runner}]")
+        assert size == 1 and [len(p) for p in got] == [1, 1, 1]
+    # and MultiThreadRunner's threads (no fork: both libraries run here)
+    for name, lib in LIBS.items():
+        ds = lib.MultiThreadRunner(lambda lib=lib: lib.MapData(EmptyEveryOtherPass(), identity), 4, 1)
+        ds.reset_state()
+        try:
+            assert passes(ds, 2) == [every_other] * 2, name
+        finally:
+            if name == "trainstack":
+                ds.close()
+            else:
+                for th in ds.threads:
+                    th.stop()
+                for th in ds.threads:
+                    th.join(10)
+    # last: tensorpack's MultiProcessMapData sometimes loses its tasks (then the rest is skipped)
+    count, seen = tensorpack_value(tensorpack_outcomes, "empty_every_other_pass[MultiProcessMapData endless]")
+    assert count == 7 and seen == sorted(repr(observe(double(dp))) for dp in ids(3))
+
+
+def test_a_dataflow_that_never_yields_waits_forever_in_tensorpack_and_raises_in_trainstack(
+        tensorpack_outcomes, run_with_deadline):
+    """Documented difference: a runner's worker whose dataflow yields nothing in every pass spins
+    forever in tensorpack 0.11 (its consumer waits); trainstack's fails after
+    ``MAX_EMPTY_PASSES`` passes in a row with ``EmptyDataFlowError``, within seconds."""
+    from trainstack.dataflow.protocol import MAX_EMPTY_PASSES
+
+    for runner in RUNNERS:
+        assert tensorpack_outcomes[f"never_yields[{runner}]"][0] == "hang", tensorpack_outcomes[f"never_yields[{runner}]"]
+        with pytest.raises(ts.InputWorkerError,
+                           match=rf"EmptyDataFlowError: the dataflow NeverYields yielded no datapoint in "
+                                 rf"{MAX_EMPTY_PASSES} passes in a row"):
+            run_with_deadline(lambda: run_trainstack(f"never_yields[{runner}]"), 120)  # noqa: B023
+
+
 def test_strict_with_none_results_drops_them_in_trainstack_and_asserts_in_tensorpack(tensorpack_outcomes):
     """Documented difference: tensorpack's strict mode forbids ``None`` results
     (``AssertionError``); trainstack's drops the datapoint, as ``MapData`` does."""
@@ -112,12 +198,13 @@ def test_empty_input(tensorpack_outcomes, run_with_deadline):
     """Documented difference: tensorpack refuses an empty dataflow in strict mode when it is
     made (``AssertionError``: its buffer shrinks to ``len(ds)``, 0) and loops forever over one
     in the endless mode (not run); trainstack gives empty passes in strict mode and raises
-    ``EmptyDataFlowError`` in the endless mode."""
+    ``EmptyDataFlowError`` in the endless mode once ``MAX_EMPTY_PASSES`` passes in a row yielded
+    nothing (a pass that yields nothing is skipped, as in tensorpack)."""
     assert tensorpack_value(tensorpack_outcomes, "empty_input_strict") == "AssertionError"
     assert run_trainstack("empty_input_strict") == [[], []]
     for cls in ("MultiProcessMapData", "MultiThreadMapData"):
         with closing(mapped(ts, cls, [], double)) as ds:
-            with pytest.raises(ts.EmptyDataFlowError, match="no datapoint in a whole pass"):
+            with pytest.raises(ts.EmptyDataFlowError, match="no datapoint in 1000 passes in a row"):
                 run_with_deadline(lambda: take(ds, 1), 120)  # a hang guard only
 
 

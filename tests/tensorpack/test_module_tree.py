@@ -1,7 +1,8 @@
 """trainstack.tensorpack mirrors tensorpack 0.11's module tree: every mirrored module imports, its
 ``__all__`` resolves to trainstack's own objects, and each of tensorpack's public names in it is
-provided or listed in ``_replaced.REPLACED`` (checked against tensorpack 0.11's own source, read with
-``ast``, and against its importable modules, ``tensorpack.dataflow`` and ``tensorpack.utils.*``)."""
+provided, or listed in ``_replaced.REPLACED`` (and then a stand-in whose call names the replacement, or
+for ``_replaced.IMPORT_ERRORS`` an ImportError), checked against tensorpack 0.11's own source, read with
+``ast``, and against its importable modules, ``tensorpack.dataflow`` and ``tensorpack.utils.*``."""
 from __future__ import annotations
 
 import ast
@@ -24,6 +25,19 @@ REQUIRED = [
     "utils", *(f"utils.{m}" for m in ["viz", "argtools", "gpu", "logger", "fs", "serialize", "stats", "concurrency",
                                       "timer", "utils"]),
     "contrib.keras", "compat",
+    *(f"callbacks.{m}" for m in ["base", "concurrency", "graph", "group", "hooks", "inference", "inference_runner",
+                                 "misc", "monitor", "param", "prof", "saver", "stats", "steps", "summary", "trigger"]),
+    *(f"models.{m}" for m in ["batch_norm", "common", "conv2d", "fc", "layer_norm", "linearwrap", "nonlin", "pool",
+                              "regularize", "shape_utils", "shapes"]),
+    *(f"train.{m}" for m in ["base", "config", "interface", "model_desc", "tower", "trainers"]),
+    *(f"predict.{m}" for m in ["base", "concurrency", "config", "dataset", "feedfree", "multigpu"]),
+    "input_source.input_source", "input_source.input_source_base",
+    "graph_builder.model_desc", "graph_builder.training", "graph_builder.utils",
+    *(f"dataflow.{m}" for m in ["base", "common", "format", "image", "parallel", "parallel_map", "raw", "remote",
+                                "serialize"]),
+    *(f"dataflow.dataset.{m}" for m in ["bsds500", "caltech101", "cifar", "ilsvrc", "mnist", "places", "svhn"]),
+    *(f"dataflow.imgaug.{m}" for m in ["base", "convert", "crop", "deform", "external", "geometry", "imgproc", "meta",
+                                       "misc", "noise", "paste", "transform"]),
 ]
 MIRRORED = sorted(
     ".".join(("tensorpack", *p.relative_to(TP).with_suffix("").parts)).removesuffix(".__init__")
@@ -60,7 +74,11 @@ def tensorpack_names(module: str) -> set[str]:
     if module == "tensorpack.utils.logger":  # its __all__ grows in a loop
         return {"set_logger_dir", "auto_set_dir", "get_logger_dir", "info", "warning", "error", "critical",
                 "exception", "debug", "setLevel", "addFilter", "warn"}
-    special = {"tensorpack": {"tfv1"}, "tensorpack.compat": {"tfv1", "is_tfv2"},
+    # tensorpack/__init__.py has no __all__: its star import also gives the subpackages its imports bind
+    # (STATICA_HACK and libinfo, its internals, left out)
+    subpackages = {"utils", "dataflow", "models", "callbacks", "tfutils", "train", "input_source", "predict", "compat",
+                   "graph_builder"}
+    special = {"tensorpack": {"tfv1", *subpackages}, "tensorpack.compat": {"tfv1", "is_tfv2"},
                "tensorpack.utils.compatible_serialize": {"loads", "dumps"},
                "tensorpack.utils.naming": {"GLOBAL_STEP_INCR_OP_NAME", "MOVING_SUMMARY_OPS_KEY"}}
     if module in special:
@@ -78,21 +96,29 @@ def tensorpack_names(module: str) -> set[str]:
 
 def test_the_mirror_has_every_required_module_path():
     assert not sorted(set(f"tensorpack.{m}" for m in REQUIRED) - set(MIRRORED))
-    assert len(MIRRORED) >= 50
+    assert len(MIRRORED) >= 120
 
 
 @pytest.mark.parametrize("module", MIRRORED)
 def test_each_name_of_tensorpacks_module_is_provided_or_listed(module):
+    """Its ``__all__`` is tensorpack's, but for the names that do not import (``_replaced.IMPORT_ERRORS``);
+    the listed names in it are the stand-ins."""
     mirror = importlib.import_module(f"trainstack.{module}")
     provided = set(mirror.__all__)
     listed = set(_replaced.unprovided_names(module))
+    stand_ins = set(_replaced.stand_in_names(module))
     expected = tensorpack_names(module)
     assert provided | listed == expected, (f"missing: {sorted(expected - provided - listed)}, "
                                            f"not tensorpack's: {sorted((provided | listed) - expected)}")
-    assert not provided & listed
+    assert provided & listed == stand_ins
     assert len(mirror.__all__) == len(provided)
     for name in mirror.__all__:
-        assert getattr(mirror, name) is not None
+        obj = getattr(mirror, name)
+        assert obj is not None
+        if name in stand_ins:
+            assert obj is _replaced.stand_in(_replaced.find(module, name)), name
+        else:
+            assert not _replaced.is_stand_in(obj), name
 
 
 def _trainstack_objects() -> dict[str, list]:
@@ -104,19 +130,35 @@ def _trainstack_objects() -> dict[str, list]:
     return objects
 
 
+#: tensorpack's older names, each the trainstack object of its newer name
+ALIASES = {"get_nr_gpu": "get_num_gpu", "BaseTowerContext": "TowerContext", "TowerFuncWrapper": "TowerFunc",
+           "TowerTensorHandle": "TowerHandle", "TowerTensorHandles": "TowerHandles", "load_chkpt_vars": None,
+           "save_chkpt_vars": None}
+
+
+def _defined_in_this_layer(obj) -> bool:
+    """A mirror module, or a function or class written in this layer's mirror of tensorpack's module."""
+    where = getattr(obj, "__name__", "") if isinstance(obj, type(importlib)) else getattr(obj, "__module__", "")
+    return where.startswith("trainstack.tensorpack.") and not where.startswith("trainstack.tensorpack.tf1")
+
+
 def test_every_name_provided_is_trainstacks_own_object():
     """A re-export, never a look-alike: each object is the one a trainstack layer exports under that name
-    (or a mirror module, or the documented shims)."""
+    (or its newer name), or this layer's own code in the mirror of tensorpack's module (a mirror module,
+    tensorpack's pure-Python utilities, a stand-in)."""
     objects = _trainstack_objects()
-    shims = {(m, "get_tf_version_tuple") for m in ("tensorpack.tfutils.common", "tensorpack.tfutils", "tensorpack")}
-    shims.add(("tensorpack.utils.gpu", "get_nr_gpu"))
+    core = {"tensorpack.tfutils.tower": {"BaseTowerContext": importlib.import_module("trainstack.towers").TowerContext}}
     for module in MIRRORED:
         mirror = importlib.import_module(f"trainstack.{module}")
         for name in mirror.__all__:
             obj = getattr(mirror, name)
-            if (module, name) in shims or getattr(obj, "__name__", "").startswith("trainstack.tensorpack."):
+            if _defined_in_this_layer(obj) or obj is core.get(module, {}).get(name, object()):
                 continue
-            assert any(obj is o for o in objects.get(name, [])), f"trainstack.{module}.{name}"
+            if not callable(obj) and not isinstance(obj, type(importlib)):  # data: utils.naming's, PALETTE_RGB
+                assert module in ("tensorpack.utils.naming", "tensorpack.utils.palette"), f"trainstack.{module}.{name}"
+                continue
+            candidates = objects.get(ALIASES.get(name) or name, [])
+            assert any(obj is o for o in candidates), f"trainstack.{module}.{name}"
 
 
 def test_the_layers_own_versions_of_core_names_are_listed_and_exported_by_every_mirror():
@@ -140,7 +182,10 @@ def test_the_layers_own_versions_of_core_names_are_listed_and_exported_by_every_
 def test_the_importable_tensorpack_modules_agree(module):
     """tensorpack.dataflow and tensorpack.utils import without TF1: their public names, as Python sees them
     (defined in the module itself, or a module), are all provided or listed."""
-    real = importlib.import_module(module)
+    try:
+        real = importlib.import_module(module)
+    except ModuleNotFoundError as e:  # tensorpack's augmentor modules import OpenCV
+        pytest.skip(f"{module} needs {e.name}; the ast test covers it")
     public = [n for n in getattr(real, "__all__", None) or dir(real) if not n.startswith("_")]
     own = {n for n in public if n != "global_import"  # the helper of tensorpack's star-import loop
            and (getattr(getattr(real, n), "__module__", None) or getattr(getattr(real, n), "__name__", "")).startswith(module)}
@@ -168,17 +213,24 @@ def test_top_level_star_import_brings_tensorpacks_names_and_module_names():
 @pytest.mark.parametrize(("module", "name", "words"), [
     ("trainstack.tensorpack.tfutils.sesscreate", "NewSessionCreator", "RuntimeConfig"),
     ("trainstack.tensorpack.tfutils", "get_default_sess_config", "RuntimeConfig"),
-    ("trainstack.tensorpack", "get_global_step_value", "trainer.global_step"),
+    ("trainstack.tensorpack", "get_default_sess_config", "RuntimeConfig"),
     ("trainstack.tensorpack.predict", "FeedfreePredictor", "InferenceRunner"),
-    ("trainstack.tensorpack.utils.stats", "RatioCounter", "not provided yet"),
-    ("trainstack.tensorpack.contrib.keras", "KerasModel", "not provided yet"),
+    ("trainstack.tensorpack.callbacks.hooks", "CallbackToHook", "SessionRunHooks"),
 ])
-def test_an_unprovided_name_is_an_import_error_naming_what_to_use(module, name, words):
-    with pytest.raises(ImportError, match=f"{name}.*{words}") as info:
-        exec(f"from {module} import {name}", {})
+def test_a_replaced_name_imports_and_its_call_names_what_to_use(module, name, words):
+    namespace: dict = {}
+    exec(f"from {module} import {name}", namespace)
+    with pytest.raises(_replaced.ReplacedCallError, match=rf"^{name}\(\) is tensorpack's tensorpack\..*{name},.*{words}"):
+        namespace[name]("any", "arguments")
+    assert getattr(importlib.import_module(module), name) is namespace[name]
+
+
+def test_the_names_left_to_contrib_keras_are_import_errors_naming_what_to_use():
+    with pytest.raises(ImportError, match="KerasModel.*not provided yet") as info:
+        exec("from trainstack.tensorpack.contrib.keras import KerasModel", {})
     assert isinstance(info.value, _replaced.NotProvidedError)
-    with pytest.raises(ImportError, match=words):
-        getattr(importlib.import_module(module), name)
+    with pytest.raises(ImportError, match="not provided yet"):
+        importlib.import_module("trainstack.tensorpack.contrib.keras").setup_keras_trainer
 
 
 def test_a_name_tensorpacks_module_never_had_is_an_attribute_error():
@@ -186,8 +238,8 @@ def test_a_name_tensorpacks_module_never_had_is_an_attribute_error():
 
     with pytest.raises(AttributeError):
         tfutils.NoSuchName
-    assert not hasattr(tfutils, "NewSessionCreator_")  # tensorpack.tfutils does not expose sesscreate's names
-    with pytest.raises(ImportError, match="cannot import name"):
+    assert not hasattr(tfutils, "NewSessionCreator_")
+    with pytest.raises(ImportError, match="cannot import name"):  # tensorpack.tfutils does not expose sesscreate's
         exec("from trainstack.tensorpack.tfutils import NewSessionCreator", {})
 
 

@@ -13,7 +13,8 @@ import pytest
 
 from trainstack.tensorpack.port import main, port_source
 
-SCRIPTS = Path(__file__).parent / "scripts"
+#: tensorpack's examples/basics/, verbatim from tensorpack master 1547a54 (see test_tensorpack_examples.py)
+SCRIPTS = Path(__file__).parent / "examples" / "basics"
 
 
 def _changed(old: bytes, new: bytes) -> list[tuple[bytes, bytes]]:
@@ -25,14 +26,15 @@ def _changed(old: bytes, new: bytes) -> list[tuple[bytes, bytes]]:
 def test_the_basics_examples_port_with_their_import_lines_only(tmp_path, capsys):
     assert main([str(SCRIPTS), "--out", str(tmp_path)]) == 0
     report = capsys.readouterr().out
-    for name, count in [("mnist-convnet.py", 4), ("cifar-convnet.py", 5)]:
+    for name, count in [("mnist-convnet.py", 4), ("cifar-convnet.py", 5), ("mnist-tflayers.py", 4),
+                        ("mnist-visualizations.py", 3), ("svhn-digit-convnet.py", 4), ("export-model.py", 3)]:
         changed = _changed((SCRIPTS / name).read_bytes(), (tmp_path / name).read_bytes())
         assert len(changed) == count
         for old, new in changed:
             assert old.startswith((b"from tensorpack", b"import tensorpack"))
             assert new == old.replace(b"tensorpack", b"trainstack.tensorpack", 1)
         assert f"{name}: {count} import lines changed -> {tmp_path / name}" in report
-    assert "2 files, 9 lines changed" in report
+    assert "6 files, 23 lines changed" in report
     assert "does not provide" not in report
 
 
@@ -85,20 +87,21 @@ def test_the_report_names_what_is_not_provided_and_its_replacement():
     source = textwrap.dedent("""\
         from tensorpack import *
         from tensorpack.tfutils.sesscreate import NewSessionCreator
-        from tensorpack.tfutils import summary
-        from tensorpack.models.regularize import regularize_cost
-        import tensorpack.utils.stats as stats
+        from tensorpack.callbacks import hooks
+        from tensorpack.models.registry import layer_register
+        import tensorpack.utils.concurrency as concurrency
         sess = get_default_sess_config()
-        summary.add_activation_summary(x)
-        counter = stats.RatioCounter()
+        hooks.CallbackToHook(x)
+        thread = concurrency.ShareSessionThread()
+        counter = concurrency.StoppableThread()
         """)
     _, notes = port_source(source, "s.py")
     assert len(notes) == 5
     assert notes[0].startswith("s.py:1: get_default_sess_config: ") and "RuntimeConfig" in notes[0]
     assert notes[1].startswith("s.py:2: NewSessionCreator: ") and "TensorFlow 2 has no sessions" in notes[1]
-    assert notes[2].startswith("s.py:4: tensorpack.models.regularize: ") and "no such module" in notes[2]
-    assert notes[3].startswith("s.py:7: add_activation_summary: ") and "add_tensor_summary" in notes[3]
-    assert notes[4].startswith("s.py:8: RatioCounter: ") and "not provided yet" in notes[4]
+    assert notes[2].startswith("s.py:4: tensorpack.models.registry: ") and "no such module" in notes[2]
+    assert notes[3].startswith("s.py:7: CallbackToHook: ") and "SessionRunHooks" in notes[3]
+    assert notes[4].startswith("s.py:8: ShareSessionThread: ") and "threading.Thread" in notes[4]
 
 
 def test_in_place_keeps_a_backup_and_refuses_to_overwrite_one(tmp_path, capsys):
@@ -195,3 +198,145 @@ def test_the_command_runs_without_tensorflow(tmp_path):
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip().splitlines()[-1] == "[]"
     assert (tmp_path / "mnist-convnet.py").read_text().count("trainstack.tensorpack") == 4
+
+
+#: tensorpack's GAN and DoReFa-Net examples, verbatim from the same commit
+EXAMPLES = Path(__file__).parent / "examples"
+TFV1 = b"from trainstack.tensorpack import tfv1 as tf"
+
+
+def test_tensorpack_scripts_import_tensorflow_as_tfv1_and_their_own_modules_too(tmp_path, capsys):
+    assert main([str(EXAMPLES / "GAN"), str(EXAMPLES / "DoReFa-Net"), "--out", str(tmp_path)]) == 0
+    report = capsys.readouterr().out
+    expected = {   # each script's changed lines, byte for byte
+        "GAN.py": [(b"import tensorflow as tf\n", TFV1 + b"\n"),
+                   (b"from tensorpack import BatchNorm, DataFlow, ModelDescBase, StagingInput, TowerTrainer, argscope\n",
+                    b"from trainstack.tensorpack import BatchNorm, DataFlow, ModelDescBase, StagingInput, TowerTrainer, "
+                    b"argscope\n"),
+                   (b"from tensorpack.graph_builder import DataParallelBuilder, LeastLoadedDeviceSetter\n",
+                    b"from trainstack.tensorpack.graph_builder import DataParallelBuilder, LeastLoadedDeviceSetter\n"),
+                   (b"from tensorpack.tfutils.summary import add_moving_summary\n",
+                    b"from trainstack.tensorpack.tfutils.summary import add_moving_summary\n"),
+                   (b"from tensorpack.tfutils.tower import TowerContext, TowerFunc\n",
+                    b"from trainstack.tensorpack.tfutils.tower import TowerContext, TowerFunc\n"),
+                   (b"from tensorpack.utils import logger\n", b"from trainstack.tensorpack.utils import logger\n"),
+                   (b"from tensorpack.utils.argtools import memoized_method\n",
+                    b"from trainstack.tensorpack.utils.argtools import memoized_method\n")],
+        "DCGAN.py": [(b"import tensorflow as tf\n", TFV1 + b"\n"),
+                     (b"from tensorpack import *\n", b"from trainstack.tensorpack import *\n"),
+                     (b"from tensorpack.tfutils.scope_utils import auto_reuse_variable_scope\n",
+                      b"from trainstack.tensorpack.tfutils.scope_utils import auto_reuse_variable_scope\n"),
+                     (b"from tensorpack.utils.viz import stack_patches\n",
+                      b"from trainstack.tensorpack.utils.viz import stack_patches\n")],
+        "ConditionalGAN-mnist.py": [
+            (b"import tensorflow as tf\n", TFV1 + b"\n"),
+            (b"from tensorpack import *\n", b"from trainstack.tensorpack import *\n"),
+            (b"from tensorpack.dataflow import dataset\n", b"from trainstack.tensorpack.dataflow import dataset\n"),
+            (b"from tensorpack.tfutils.scope_utils import auto_reuse_variable_scope\n",
+             b"from trainstack.tensorpack.tfutils.scope_utils import auto_reuse_variable_scope\n"),
+            (b"from tensorpack.utils.viz import interactive_imshow, stack_patches\n",
+             b"from trainstack.tensorpack.utils.viz import interactive_imshow, stack_patches\n")],
+        "svhn-digit-dorefa.py": [
+            (b"import tensorflow as tf\n", TFV1 + b"\n"),
+            (b"from tensorpack import *\n", b"from trainstack.tensorpack import *\n"),
+            (b"from tensorpack.dataflow import dataset\n", b"from trainstack.tensorpack.dataflow import dataset\n"),
+            (b"from tensorpack.tfutils.summary import add_moving_summary, add_param_summary\n",
+             b"from trainstack.tensorpack.tfutils.summary import add_moving_summary, add_param_summary\n"),
+            (b"from tensorpack.tfutils.varreplace import remap_variables\n",
+             b"from trainstack.tensorpack.tfutils.varreplace import remap_variables\n")],
+        "dorefa.py": [(b"import tensorflow as tf\n", TFV1 + b"\n")],   # imports no tensorpack: the script's own module
+    }
+    for name, lines in expected.items():
+        source = next(EXAMPLES.glob(f"*/{name}"))
+        assert _changed(source.read_bytes(), (tmp_path / name).read_bytes()) == lines, name
+        assert f"{source}: {len(lines)} import line{'s' if len(lines) > 1 else ''} changed -> {tmp_path / name}" \
+            in report
+    assert "5 files, 22 lines changed" in report
+    tf_lines = report.split("TensorFlow imports of the tensorpack scripts (--keep-tensorflow leaves them as they "
+                            "are):\n")[1].splitlines()
+    assert tf_lines == [
+        f"  {EXAMPLES / 'GAN' / 'ConditionalGAN-mnist.py'}:10: import tensorflow as tf -> tfv1: tensorpack's scripts "
+        f"used TensorFlow 1",
+        f"  {EXAMPLES / 'GAN' / 'DCGAN.py'}:10: import tensorflow as tf -> tfv1: tensorpack's scripts used TensorFlow 1",
+        f"  {EXAMPLES / 'GAN' / 'GAN.py'}:6: import tensorflow as tf -> tfv1: tensorpack's scripts used TensorFlow 1",
+        f"  {EXAMPLES / 'DoReFa-Net' / 'dorefa.py'}:5: import tensorflow as tf -> tfv1: tensorpack's scripts used "
+        f"TensorFlow 1 (dorefa.py is imported by svhn-digit-dorefa.py, a tensorpack script)",
+        f"  {EXAMPLES / 'DoReFa-Net' / 'svhn-digit-dorefa.py'}:8: import tensorflow as tf -> tfv1: tensorpack's "
+        f"scripts used TensorFlow 1"]
+
+
+def test_tensorflow_import_forms_in_a_tensorpack_script():
+    source = textwrap.dedent("""\
+        import tensorflow as tf   # TF1
+        import tensorflow
+        import tensorflow.compat.v1 as tf1
+        from tensorflow.compat import v1
+        from tensorflow import keras
+        import tensorflow.contrib.slim as slim
+        import numpy as np, tensorflow as tf2
+        import tensorflow.compat.v1
+        from tensorpack import *
+        def f():
+            import tensorflow as tf; return tf
+        """)
+    new, notes = port_source(source, "s.py")
+    assert new == textwrap.dedent("""\
+        from trainstack.tensorpack import tfv1 as tf   # TF1
+        from trainstack.tensorpack import tfv1 as tensorflow
+        from trainstack.tensorpack import tfv1 as tf1
+        from trainstack.tensorpack import tfv1 as v1
+        from tensorflow import keras
+        import tensorflow.contrib.slim as slim
+        import numpy as np, tensorflow as tf2
+        import tensorflow.compat.v1
+        from trainstack.tensorpack import *
+        def f():
+            from trainstack.tensorpack import tfv1 as tf; return tf
+        """)
+    why = "tfv1: tensorpack's scripts used TensorFlow 1"
+    assert notes == [
+        f"s.py:1: import tensorflow as tf -> {why}",
+        f"s.py:2: import tensorflow -> {why}",
+        f"s.py:3: import tensorflow.compat.v1 as tf1 -> {why}",
+        f"s.py:4: from tensorflow.compat import v1 -> {why}",
+        "s.py:5: from tensorflow import keras: left as it is, TensorFlow 2's (for TF1's, take the name from "
+        "trainstack.tensorpack's tfv1)",
+        "s.py:6: import tensorflow.contrib.slim as slim: left as it is: tensorflow.contrib is not part of "
+        "TensorFlow 2 (no replacement in tfv1)",
+        "s.py:7: import numpy as np, tensorflow as tf2: left as it is (it imports other modules too): give "
+        "TensorFlow an import statement of its own and port again, to make it tfv1 (tensorpack's scripts used "
+        "TensorFlow 1)",
+        "s.py:8: import tensorflow.compat.v1: left as it is, TensorFlow 2's (for TF1's, take the name from "
+        "trainstack.tensorpack's tfv1)",
+        f"s.py:11: import tensorflow as tf -> {why}"]
+    namespace: dict = {}
+    exec("".join(new.splitlines(keepends=True)[:4]), namespace)
+    from trainstack.tensorpack import tfv1
+    assert namespace["tf"] is namespace["tensorflow"] is namespace["tf1"] is namespace["v1"] is tfv1
+
+
+def test_keep_tensorflow_and_files_without_tensorpack_keep_their_tensorflow_imports(tmp_path, capsys):
+    (tmp_path / "src").mkdir()
+    script = b"import tensorflow as tf\nfrom tensorpack import *\nfrom helper import f\n"
+    (tmp_path / "src" / "train.py").write_bytes(script)
+    (tmp_path / "src" / "helper.py").write_bytes(b"import tensorflow as tf\nf = tf.random_uniform\n")
+    (tmp_path / "src" / "tf2.py").write_bytes(b"import tensorflow as tf\nx = tf.ones(1)\n")   # no tensorpack
+    assert main([str(tmp_path / "src"), "--out", str(tmp_path / "a"), "--keep-tensorflow"]) == 0
+    assert (tmp_path / "a" / "train.py").read_bytes() == \
+        b"import tensorflow as tf\nfrom trainstack.tensorpack import *\nfrom helper import f\n"
+    assert (tmp_path / "a" / "helper.py").read_bytes() == b"import tensorflow as tf\nf = tf.random_uniform\n"
+    assert "TensorFlow imports" not in capsys.readouterr().out
+
+    assert main([str(tmp_path / "src"), "--out", str(tmp_path / "b")]) == 0
+    assert (tmp_path / "b" / "train.py").read_bytes() == \
+        b"from trainstack.tensorpack import tfv1 as tf\nfrom trainstack.tensorpack import *\nfrom helper import f\n"
+    assert (tmp_path / "b" / "helper.py").read_bytes() == \
+        b"from trainstack.tensorpack import tfv1 as tf\nf = tf.random_uniform\n"   # the script's own module
+    assert (tmp_path / "b" / "tf2.py").read_bytes() == b"import tensorflow as tf\nx = tf.ones(1)\n"
+    assert "3 files, 3 lines changed" in capsys.readouterr().out
+
+    # the script alone: its own module is left, and the report says to port it with the script
+    assert main([str(tmp_path / "src" / "train.py"), "--out", str(tmp_path / "c")]) == 0
+    assert f"{tmp_path / 'src' / 'train.py'}:3: helper: the script's own module helper.py imports TensorFlow and " \
+           f"no tensorpack; port it with the script (name both, or their directory) to make its TensorFlow import " \
+           f"tfv1 too" in capsys.readouterr().out

@@ -94,3 +94,28 @@ def test_a_second_ctrl_c_exits_at_once_with_status_130(tmp_path):
             f"step(s) finished since the last checkpoint ({tmp_path / 'model-10'}, global step 10") in proc.stderr
     assert not os.path.exists(tmp_path / "model-13.index")
     assert load_loop_state(str(tmp_path))["global_step"] == 10
+
+
+def test_in_process_except_exception_catches_the_interrupt_with_the_checkpoint_of_that_step(model, make_df,
+                                                                                            tmp_path):
+    """A sweep or notebook around launch_train_with_config catches the stop with `except Exception`
+    (it is no SystemExit), and the checkpoint of the interrupted step is there."""
+    from trainstack.callbacks import ModelSaver
+    from trainstack.loop import Callback, TrainingInterrupted
+    from trainstack.towers import SimpleTrainer, TrainConfig, launch_train_with_config
+
+    class SigtermAt(Callback):
+        def _trigger_step(self):
+            if self.global_step == 13:
+                os.kill(os.getpid(), signal.SIGTERM)
+
+    config = TrainConfig(model=model, dataflow=make_df(10), steps_per_epoch=10, max_epoch=2, monitors=[],
+                         callbacks=[ModelSaver(checkpoint_dir=str(tmp_path)), SigtermAt()])
+    caught = None
+    try:
+        launch_train_with_config(config, SimpleTrainer())
+    except Exception as e:  # noqa: BLE001 - what a sweep writes
+        caught = e
+    assert isinstance(caught, TrainingInterrupted) and not isinstance(caught, SystemExit)
+    assert (caught.exit_code, caught.global_step) == (143, 13)
+    assert os.path.exists(tmp_path / "model-13.index")

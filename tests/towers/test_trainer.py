@@ -120,7 +120,8 @@ def test_feed_input_with_bad_data_names_the_input(model, make_df, setup):
     trainer = setup(SimpleTrainer(), model, bad)
     with pytest.raises(InputSignatureError, match=r"input 'x' expects dtype float32 and shape \(None, 4\)"):
         trainer.train([], [], steps_per_epoch=2, max_epoch=1)
-    floats = [(x, y.astype("float32")) for x, y in make_df(2)]
+    # a float label converts as TF1's feed did (np.asarray(value, int32)); NaN has no int32 value
+    floats = [(x, np.full(y.shape, np.nan, "float32")) for x, y in make_df(2)]
     trainer = setup(SimpleTrainer(), type(model)(), floats)
     with pytest.raises(InputSignatureError, match=r"input 'label' expects dtype int32"):
         trainer.train([], [], steps_per_epoch=2, max_epoch=1)

@@ -18,7 +18,8 @@ import shutil
 from typing import Any
 
 import tensorflow as tf
-from tensorflow.python.checkpoint import checkpoint_management  # the state file with its timestamps
+
+from . import tf_private
 
 __all__ = ["STATE_FILE", "list_checkpoints", "checkpoint_number", "last_checkpoint", "state_file_problem",
            "read_state_file", "rebuild_state_file", "remove_temp_folders", "repair_checkpoint_dir"]
@@ -88,10 +89,8 @@ def rebuild_state_file(directory: str | os.PathLike, name: str = "model") -> str
         return None
     oldest_first = list(reversed(listed))
     times = [os.path.getmtime(p + ".index") for p in oldest_first]
-    checkpoint_management.update_checkpoint_state_internal(
-        directory, model_checkpoint_path=os.path.basename(listed[0]),
-        all_model_checkpoint_paths=[os.path.basename(p) for p in oldest_first], save_relative_paths=True,
-        all_model_checkpoint_timestamps=times, last_preserved_timestamp=min(times) - 1)
+    tf_private.write_checkpoint_state(directory, os.path.basename(listed[0]),
+                                      [os.path.basename(p) for p in oldest_first], times, min(times) - 1)
     return listed[0]
 
 

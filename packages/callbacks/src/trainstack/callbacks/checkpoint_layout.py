@@ -26,15 +26,15 @@ from collections.abc import Mapping
 from typing import Any
 
 import tensorflow as tf
-from tensorflow.core.protobuf import trackable_object_graph_pb2
 
+from . import tf_private
 from .callback_state import MONITOR_STATE_KEY
 from .variables import is_variable
 
 __all__ = ["VALUE_SUFFIX", "OBJECT_GRAPH_KEY", "LOOP_STATE_KEY", "MONITOR_STATE_KEY", "BEST_STAT_KEY",
            "SAVE_COUNTER_KEY", "SAVER_KEYS", "value_name", "is_saver_key", "saver_checkpoint",
            "checkpoint_value_names", "NameBasedCheckpointError", "CheckpointMatch", "match_checkpoint",
-           "walk", "escape"]
+           "walk", "escape", "is_variable"]
 
 #: What TensorFlow appends to a variable's object path to make its checkpoint key.
 VALUE_SUFFIX = "/.ATTRIBUTES/VARIABLE_VALUE"
@@ -112,11 +112,11 @@ class NameBasedCheckpointError(ValueError):
     """A name-based (TF1, e.g. tensorpack) checkpoint: it has no object graph to pair values by."""
 
 
-def _read_object_graph(reader: Any, path: str) -> trackable_object_graph_pb2.TrackableObjectGraph:
+def _read_object_graph(reader: Any, path: str) -> Any:  # a TrackableObjectGraph
     if not reader.has_tensor(OBJECT_GRAPH_KEY):
         raise NameBasedCheckpointError(
             f"{path!r} is a name-based (TF1, e.g. tensorpack) checkpoint without an object graph")
-    graph = trackable_object_graph_pb2.TrackableObjectGraph()
+    graph = tf_private.new_trackable_object_graph()
     graph.ParseFromString(reader.get_tensor(OBJECT_GRAPH_KEY))
     return graph
 
@@ -213,7 +213,7 @@ def _without(objects: Mapping[str, Any], skip: frozenset[int]) -> dict[str, Any]
 
     def stand_in(obj: Any) -> Any:
         if id(obj) not in stand_ins:
-            proxy = stand_ins[id(obj)] = tf.__internal__.tracking.AutoTrackable()
+            proxy = stand_ins[id(obj)] = tf_private.AutoTrackable()
             for name, child in children(obj).items():
                 if id(child) not in skip:
                     setattr(proxy, name, stand_in(child) if dirty(child) else child)

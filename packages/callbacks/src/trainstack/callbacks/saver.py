@@ -58,6 +58,7 @@ import tensorflow as tf
 from trainstack.loop import Callback, Trainer
 from trainstack.loop.checks import check_bool, check_int, check_number
 
+from . import tf_private
 from .callback_state import MONITOR_STATE_KEY, MonitorState
 from .checkpoint_files import checkpoint_number, last_checkpoint, repair_checkpoint_dir
 from .checkpoint_layout import BEST_STAT_KEY, LOOP_STATE_KEY, SAVER_KEYS, VALUE_SUFFIX, saver_checkpoint
@@ -95,7 +96,7 @@ def checkpoint_objects_of(trainer: Any, who: str) -> dict[str, Any]:
         if key in SAVER_KEYS:
             raise ValueError(f"{who}: checkpoint_objects key {key!r} is reserved by the savers; "
                              f"rename it (reserved: {sorted(SAVER_KEYS)})")
-        if not isinstance(obj, tf.__internal__.tracking.Trackable):
+        if not isinstance(obj, tf_private.Trackable):
             raise TypeError(f"{who}: checkpoint_objects[{key!r}] is {type(obj).__name__}, which "
                             "tf.train.Checkpoint cannot save; expected a tf.Variable, tf.Module or "
                             "Keras object")

@@ -37,6 +37,7 @@ from typing import Any
 import numpy as np
 import tensorflow as tf
 
+from .eager_state import eager_state
 from .variables import is_variable
 
 __all__ = [
@@ -130,9 +131,6 @@ class _Fetched(_Entry):
 #: What a fetched summary's value is: ``scalar`` (a 0-d number), ``histogram`` (the statistics of
 #: :func:`histogram_stats`), ``image`` (NHWC uint8), ``text`` (a string tensor).
 FETCHED_KINDS = ("scalar", "histogram", "image", "text")
-
-#: the collections that hold fetched summaries (see MergeAllSummaries.overrides)
-_WITH_FETCHED: weakref.WeakSet[SummaryCollection] = weakref.WeakSet()
 
 
 class SummaryCollection:
@@ -259,7 +257,6 @@ class SummaryCollection:
             raise ValueError(f"summary {name!r} was recorded as {entry.kind}, now as {kind}; "
                              "give it another name")
         entry.fetch = fetch  # the latest trace's name (every trace builds the same one)
-        _WITH_FETCHED.add(self)
 
     def fetched_summaries(self) -> list[tuple[str, str, str]]:
         """``(name, kind, fetch)`` of each summary recorded by :meth:`add_fetched_summary`."""
@@ -311,7 +308,7 @@ class SummaryCollection:
         with self._lock:
             entry = self._entries.get(name)
             if entry is None:
-                with tf.init_scope():  # eager variables, whichever trace creates them
+                with eager_state():  # eager variables, whichever trace creates them
                     entry = make()
                 self._entries[name] = entry
             elif not isinstance(entry, cls):

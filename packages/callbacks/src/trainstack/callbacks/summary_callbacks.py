@@ -25,7 +25,7 @@ from trainstack.loop.checks import check_int
 
 from .callback_state import NumbersState
 from .graph import _fetch_names
-from .summary import _DEFAULT, _WITH_FETCHED, SummaryCollection, _check_collection
+from .summary import _DEFAULT, SummaryCollection, _check_collection
 from .trainer_protocol import declares
 from .variables import to_numpy
 
@@ -111,15 +111,12 @@ class _MergeAllSummaries(Callback):
 
     def overrides(self, hook: str) -> bool:
         if hook in ("before_run", "after_run"):
-            # A trainer whose steps compute no fetched summary skips the hooked-run protocol.
-            # The group asks before setup_graph, when the trainer is not known yet: then any
-            # collection of the process holding fetched summaries counts (see summary.py).
-            collection = self._requested if self._requested is not None else getattr(
-                getattr(self, "trainer", None), "summary_collection", None)
-            if isinstance(collection, SummaryCollection):
-                self._hooked = bool(collection.fetched_summaries())
-            else:
-                self._hooked = bool(_WITH_FETCHED)
+            # Only when this trainer's collection holds fetched summaries: a trainer whose steps
+            # compute none skips the hooked-run protocol. The loop's group asks again after
+            # setup_graph, which found the collection (the trainer's own); before that, only a
+            # collection given to the callback counts, never another trainer's.
+            collection = self.collection if self.collection is not None else self._requested
+            self._hooked = collection is not None and bool(collection.fetched_summaries())
             return self._hooked
         return super().overrides(hook)
 

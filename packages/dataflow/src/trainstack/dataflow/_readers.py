@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any
 from .codec import recv_frame
 
 if TYPE_CHECKING:
-    from ._workers import Worker
+    from ._worker_pool import Worker
 
 _PUT_POLL_SECONDS = 0.1  # how often a reader blocked on a full queue checks for a stop
 

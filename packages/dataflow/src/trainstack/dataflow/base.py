@@ -72,10 +72,16 @@ class DataFlowTerminated(BaseException):
 
 
 class DataFlowReentrantGuard:
-    """Raises if a non-reentrant dataflow is iterated while a pass of it is still running."""
+    """Raises if a non-reentrant dataflow is iterated while a pass of it is still running.
+
+    It pickles as a new, free guard: a dataflow sent to a worker process runs no pass there yet
+    (as a forked copy of tensorpack's guard starts free in the child, whose thread is new)."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
+
+    def __reduce__(self) -> tuple[type[DataFlowReentrantGuard], tuple[()]]:
+        return (DataFlowReentrantGuard, ())
 
     def __enter__(self) -> None:
         if not self._lock.acquire(blocking=False):

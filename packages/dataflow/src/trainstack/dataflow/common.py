@@ -222,6 +222,13 @@ class FixedSizeData(ProxyDataFlow):
         super().reset_state()
         self.itr = None
 
+    def __getstate__(self) -> dict[str, Any]:
+        """Pickled without its running iterator of ``ds`` (a generator, which does not pickle): a
+        worker process calls ``reset_state``, which drops it, before its first pass."""
+        state = self.__dict__.copy()
+        state["itr"] = None
+        return state
+
     def __iter__(self) -> Iterator[Any]:
         with self._guard:
             if self.itr is None:
@@ -333,6 +340,13 @@ class LocallyShuffleData(ProxyDataFlow, RNGDataFlow):
 
     def __len__(self) -> int:
         return len_of(self.ds) * self.num_reuse
+
+    def __getstate__(self) -> dict[str, Any]:
+        """Pickled without its running iterator of ``ds`` (a generator, which does not pickle): a
+        worker process calls ``reset_state``, which makes a new one, before its first pass."""
+        state = self.__dict__.copy()
+        state["_inf_iter"] = None
+        return state
 
     def __iter__(self) -> Iterator[Any]:
         with self._guard:

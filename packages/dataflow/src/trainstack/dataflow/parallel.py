@@ -12,14 +12,14 @@ preprocessing uses more than one core.
 
 In both, a thread per worker reads its frames ahead of the iteration
 (:mod:`._readers`), and a worker sends the small datapoints it makes quickly
-several per frame (:mod:`._worker`).
+several per frame (:mod:`._worker_main`).
 
 Workers send datapoints to the trainer as msgpack frames (:mod:`.codec`)
 through pipes; nothing is unpickled from them. Pickle is used once, to start
 the workers: the dataflow (or ``worker_factory``) and ``map_func`` go by
 cloudpickle, so lambdas, closures and classes of the training script work
 (sent by value), and objects of modules are imported by the workers. Workers
-never re-run the main script (see :mod:`._workers`), so a training script that
+never re-run the main script (see :mod:`._worker_pool`), so a training script that
 imports TensorFlow does not make its workers import it.
 """
 from __future__ import annotations
@@ -30,8 +30,8 @@ from typing import Any
 
 from trainstack.loop.checks import check_int
 
-from ._worker import run_worker
-from ._workers import (
+from ._worker_main import run_worker
+from ._worker_pool import (
     Worker,
     WorkerProcesses,
     pickle_payload,
@@ -39,7 +39,7 @@ from ._workers import (
 )
 from .base import ProxyDataFlow
 from .errors import FrameError
-from .protocol import dataflow_len_or_none
+from .protocol import MAX_EMPTY_PASSES, dataflow_len_or_none
 
 #: How many frames :class:`MultiProcessDataFlow`'s reader threads take ahead of the iteration, per
 #: worker: enough that a worker rarely waits while another's frame is read, few for large ones.
@@ -194,7 +194,7 @@ class MultiProcessRunner(WorkerProcesses, ProxyDataFlow):
         payload = pickle_payload((self.ds, None, None), "the dataflow", self.name)
         seeds = worker_seeds(self.num_proc, shared=False)
         kwargs = [{"payload": payload, "index": i, "count": self.num_proc, "sharded": False,
-                   "seed": seeds[i], "forbid_empty_pass": True} for i in range(self.num_proc)]
+                   "seed": seeds[i], "max_empty_passes": MAX_EMPTY_PASSES} for i in range(self.num_proc)]
         self._start(run_worker, kwargs, read_ahead=self.num_prefetch)
         self._ahead.clear()  # the old workers' datapoints go with them
 

@@ -28,12 +28,12 @@ from typing import Any
 
 from trainstack.loop.checks import check_int
 
-from ._worker import run_map_worker
-from ._workers import Worker, WorkerProcesses, pickle_payload, receive, worker_failure, worker_seeds
+from ._worker_main import run_map_worker
+from ._worker_pool import Worker, WorkerProcesses, pickle_payload, receive, worker_failure, worker_seeds
 from .base import ProxyDataFlow
 from .codec import encode_frame, send_frame
 from .errors import FrameError
-from .protocol import repeat_passes, reset_dataflow
+from .protocol import MAX_EMPTY_PASSES, repeat_passes, reset_dataflow
 
 __all__ = ["MultiProcessMapData", "MultiProcessMapDataZMQ", "MultiThreadMapData"]
 
@@ -104,7 +104,8 @@ class MultiProcessMapData(WorkerProcesses, ProxyDataFlow):
                 source = iter(self.ds)
             else:
                 if self._source is None:
-                    self._source = repeat_passes(self.ds, f"the dataflow of {self.name}")
+                    self._source = repeat_passes(self.ds, f"the dataflow of {self.name}",
+                                                 max_empty_passes=MAX_EMPTY_PASSES)
                 source = self._source
             yield from self._map(source)
 
@@ -214,7 +215,8 @@ class MultiThreadMapData(ProxyDataFlow):
             source = iter(self.ds)
         else:
             if self._source is None:
-                self._source = repeat_passes(self.ds, "the dataflow of MultiThreadMapData")
+                self._source = repeat_passes(self.ds, "the dataflow of MultiThreadMapData",
+                                             max_empty_passes=MAX_EMPTY_PASSES)
             source = self._source
         exhausted = False
         while True:

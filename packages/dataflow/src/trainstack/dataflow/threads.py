@@ -21,7 +21,7 @@ from typing import Any
 from trainstack.loop.checks import check_int
 
 from .base import DataFlow, SizeUnknownError, len_of
-from .protocol import reset_dataflow
+from .protocol import EmptyPasses, reset_dataflow
 
 __all__ = ["MultiThreadRunner", "MultiThreadPrefetchData"]
 
@@ -47,6 +47,7 @@ def _run(ds: Any, q: queue.Queue[Any], stop: threading.Event, index: int) -> Non
                 continue
         return False
 
+    empty_passes = EmptyPasses(f"thread {index}'s dataflow", ds)
     try:
         while not stop.is_set():
             empty = True
@@ -54,9 +55,7 @@ def _run(ds: Any, q: queue.Queue[Any], stop: threading.Event, index: int) -> Non
                 empty = False
                 if not put(dp):
                     return
-            if empty:
-                raise RuntimeError(f"thread {index}'s dataflow {type(ds).__name__} yielded no datapoint in a "
-                                   "whole pass")
+            empty_passes.end_pass(empty)
     except BaseException as e:  # noqa: BLE001 - handed to the consumer
         put(_Failure(e, index))
 
@@ -130,6 +129,18 @@ class MultiThreadRunner(DataFlow):
 
     def __exit__(self, *exc: Any) -> None:
         self.close()
+
+    def __getstate__(self) -> dict[str, Any]:
+        """Pickled with its dataflows only, not its threads, queue or finalizer: in the process
+        that unpickles it (a worker process), ``reset_state`` or the first pass starts new threads."""
+        state = self.__dict__.copy()
+        state.update(queue=None, _threads=[], _stop_event=None, _finalizer=None, _reset_done=False)
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self.queue = queue.Queue(maxsize=self.num_prefetch)
+        self._stop_event = threading.Event()
 
     def __iter__(self) -> Iterator[Any]:
         if not self._reset_done:

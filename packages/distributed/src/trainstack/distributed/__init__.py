@@ -1,6 +1,6 @@
 """trainstack.distributed: training over several processes and machines."""
 # isort: off
-import trainstack.callbacks.tf_startup  # noqa: F401 - first: imports TensorFlow without its start-up lines
+from trainstack.callbacks import tf_startup as _tf_startup  # noqa: F401 - first: TensorFlow without its start-up lines
 # isort: on
 # multi-worker (TensorFlow's engines): cluster, multiworker, ps_trainer, launch
 from .cluster import ClusterSpec, ClusterSpecError, free_ports, local_cluster

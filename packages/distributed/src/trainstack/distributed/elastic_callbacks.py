@@ -21,7 +21,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from trainstack.callbacks import ProxyCallback
+from trainstack.callbacks import ProxyCallback, tf_private
 from trainstack.loop import Callback, MonitorBase, RunArgs, RunContext, RunValues, Trainer
 
 __all__ = ["ChiefGate", "ChiefGatedMonitor", "ScaleLearningRateOnResize", "notify_world_size_change"]
@@ -151,9 +151,9 @@ class ScaleLearningRateOnResize(Callback):
         if optimizer is None or not hasattr(optimizer, "learning_rate"):
             raise TypeError(f"{self.name} needs a trainer with a Keras optimizer (trainer.optimizer), "
                             f"got {type(self.trainer).__name__} with optimizer {optimizer!r}")
-        if callable(getattr(optimizer, "_learning_rate", None)):
+        if tf_private.learning_rate_is_schedule(optimizer):
             raise TypeError(f"{self.name} scales a learning rate that is a number or a variable; "
-                            f"{type(optimizer).__name__}'s is a schedule ({optimizer._learning_rate!r}): "
+                            f"{type(optimizer).__name__}'s is a schedule: "
                             "scale the schedule itself with the world size instead")
 
     def on_world_size_change(self, old_size: int, new_size: int) -> None:

@@ -45,11 +45,12 @@ from typing import Any
 
 import tensorflow as tf
 
+from trainstack.callbacks import tf_private
 from trainstack.loop import Callback, MonitorBase
 from trainstack.loop.checks import check_bool
 from trainstack.towers import SingleCostTrainer, StepOptions
 from trainstack.towers.tower.gradproc import check_optimizer
-from trainstack.towers.trainers.replicated import create_variables_outside_function
+from trainstack.towers.tower.variable_creation import create_variables_outside_function
 from trainstack.towers.trainers.tower_result import TowerResult
 
 from ._writers import monitors_of_process
@@ -193,8 +194,8 @@ class DistributedTrainerReplicated(AgreedInterrupt, SingleCostTrainer):
             raise ValueError(f"DistributedTrainerReplicated: the model has ON_READ variables {on_read}, "
                              "whose checkpointing needs every worker; use variables that are updated "
                              "alike on all workers (e.g. tf.Variable with the default synchronization)")
-        if self._optimizer is not None and getattr(self._optimizer, "_distribution_strategy",
-                                                   self.strategy) is not self.strategy:
+        made_in = tf_private.optimizer_strategy(self._optimizer) if self._optimizer is not None else None
+        if made_in is not None and made_in is not self.strategy:
             raise ValueError("DistributedTrainerReplicated: the optimizer was created outside the "
                              "trainer's strategy (e.g. a cached ModelDesc.get_optimizer()); create it in "
                              "get_opt_fn / ModelDesc.optimizer()")
@@ -255,7 +256,7 @@ class BroadcastFromChief(Callback):
     def __init__(self, strategy: tf.distribute.Strategy, variables: Sequence[tf.Variable]) -> None:
         self.strategy = strategy
         self.variables = list(variables)
-        self._sync = tf.function(self._broadcast)
+        self._sync = tf.function(self._broadcast, autograph=False)
 
     def _broadcast(self) -> None:
         def replica() -> None:
@@ -275,7 +276,4 @@ class BroadcastFromChief(Callback):
         self._sync()
 
 
-def _container(variable: tf.Variable) -> tf.Variable:
-    """The distributed variable a per-device copy belongs to (the variable itself otherwise)."""
-    container = getattr(variable, "_distributed_container", None)
-    return container() if callable(container) else variable
+_container = tf_private.distributed_container  # the distributed variable a per-device copy belongs to

@@ -53,7 +53,7 @@ from trainstack.loop import Callback
 from trainstack.towers import SingleCostTrainer, StepOptions, TowerContext, launch_train_with_config
 from trainstack.towers.tower.gradproc import check_optimizer, unwrap_optimizer
 from trainstack.towers.tower.model_desc import tower_func_of
-from trainstack.towers.trainers.replicated import create_variables_outside_function
+from trainstack.towers.tower.variable_creation import create_variables_outside_function, trace_creating_variables
 from trainstack.towers.trainers.step_options import resolve_step_options
 
 from .cluster import ClusterSpec
@@ -223,7 +223,7 @@ class DistributedTrainerParameterServer(SingleCostTrainer):
 
         with self.strategy.scope(), tf.variable_creator_scope(
                 create_variables_outside_function(type(self).__name__)):
-            tf.function(build, input_signature=list(signature)).get_concrete_function()
+            trace_creating_variables(build, signature, type(self).__name__)
         self._trainable = [_container(v) for v in found if v.trainable]
         if not self._trainable:
             raise ValueError(f"the cost of tower function {self.tower_func!r} depends on no trainable "
@@ -261,7 +261,7 @@ class _ScheduledStep:
         key = tuple(sorted(set(fetches)))
         fn = self._variants.get(key)
         if fn is None:
-            fn = tf.function(lambda iterator: self.trainer._worker_step(iterator, key))  # noqa: SLF001
+            fn = tf.function(lambda iterator: self.trainer._worker_step(iterator, key), autograph=False)  # noqa: SLF001
             self._variants[key] = fn
         return fn
 

@@ -1,6 +1,6 @@
 """trainstack.inputs: InputSources, everything that brings data into the step function."""
 # isort: off
-import trainstack.callbacks.tf_startup  # noqa: F401 - first: imports TensorFlow without its start-up lines
+from trainstack.callbacks import tf_startup as _tf_startup  # noqa: F401 - first: TensorFlow without its start-up lines
 # isort: on
 from .base import FeedfreeInput, InputSource
 

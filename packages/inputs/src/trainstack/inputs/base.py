@@ -41,7 +41,7 @@ from .signature import check_tensors, normalize_signature
 
 logger = logging.getLogger("trainstack.inputs")
 
-__all__ = ["InputSource", "FeedfreeInput"]
+__all__ = ["InputSource", "FeedfreeInput", "feed_name"]
 
 
 class InputSource:

@@ -7,11 +7,11 @@ from typing import Any
 import numpy as np
 import tensorflow as tf
 
-try:  # the constructor tf.convert_to_tensor ends in for an array, without its dispatch
-    from tensorflow.python.eager.context import context as _eager_context
-    from tensorflow.python.framework.ops import EagerTensor as _EagerTensor
-except ImportError:  # another TensorFlow layout: the public call
-    _EagerTensor = None
+from trainstack.callbacks import tf_private
+
+# the constructor tf.convert_to_tensor ends in for an array, without its dispatch; None (a counted
+# fallback, see tf_private): the public call
+_HOST_TENSOR: Any = tf_private.eager_tensor_type()
 
 __all__ = ["as_host_tensor"]
 
@@ -27,13 +27,13 @@ def as_host_tensor(value: Any, dtype: tf.DType) -> tf.Tensor:
     inputs to their devices anyway. TensorFlow copies an array itself unless it would wrap it in
     place (:func:`_wrapped_in_place`), so only such arrays are copied here first: one copy, not two.
     """
-    if _EagerTensor is not None:
+    if _HOST_TENSOR is not None:
         if type(value) is np.ndarray and value.dtype == dtype.as_numpy_dtype:
-            _eager_context().ensure_initialized()
+            tf_private.ensure_eager_context()
             if _wrapped_in_place(value):
                 value = value.copy()
-            return _EagerTensor(value, None, dtype.as_datatype_enum)
-        if type(value) is _EagerTensor and value.dtype == dtype:
+            return tf_private.new_host_tensor(_HOST_TENSOR, value, dtype)
+        if type(value) is _HOST_TENSOR and value.dtype == dtype:
             return value
     return tf.convert_to_tensor(value, dtype)
 
@@ -63,7 +63,7 @@ def _probe_wrapped_offsets() -> frozenset[int]:
     wrapped = set()
     for offset in range(_ALIGNMENT):
         view = raw[start + offset:start + offset + _ALIGNMENT]
-        tensor = _EagerTensor(view, None, tf.uint8.as_datatype_enum)
+        tensor = tf_private.new_host_tensor(_HOST_TENSOR, view, tf.uint8)
         view[0] = 1
         if tensor.numpy()[0] == 1:
             wrapped.add(offset)

@@ -1,6 +1,7 @@
 """Input signatures (lists of named ``tf.TensorSpec``) and checking datapoints against them."""
 from __future__ import annotations
 
+import warnings
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -9,7 +10,14 @@ import tensorflow as tf
 
 from .errors import InputSignatureError
 
-__all__ = ["normalize_signature", "check_datapoint", "check_datapoint_at", "DatapointCheck", "check_tensors"]
+__all__ = ["normalize_signature", "check_datapoint", "check_datapoint_at", "DatapointCheck", "check_tensors",
+           "LossyConversionWarning"]
+
+
+class LossyConversionWarning(UserWarning):
+    """A datapoint's values changed when converted to their input's dtype (a float truncated to an
+    int, a number other than 0 and 1 made a bool), as tensorpack's feed (TF1's
+    ``np.asarray(value, dtype=placeholder.dtype)``) changed them."""
 
 
 def normalize_signature(signature: Sequence[tf.TensorSpec]) -> tuple[tf.TensorSpec, ...]:
@@ -94,9 +102,12 @@ def check_datapoint(datapoint: Any, signature: Sequence[tf.TensorSpec],
                     source: str = "input") -> list[np.ndarray]:
     """Return ``datapoint`` (a list, tuple or dict of arrays) as a list of arrays in signature order.
 
-    Each value is converted to its spec's dtype when NumPy calls that a
-    ``same_kind`` cast (float64 -> float32, int64 -> int32); anything else
-    (float -> int, a wrong shape, a missing or extra component) raises
+    Each value is converted to its spec's dtype as tensorpack's feed converted it (TF1's
+    ``np.asarray(value, dtype=placeholder.dtype)``): float64 -> float32, int -> float32,
+    float -> int32 (truncated toward zero: a :class:`LossyConversionWarning` when that changes a
+    value), bool -> int, numbers -> bool. What TF1 turned into garbage or guessed is refused:
+    values outside the dtype's range, NaN to an int, complex to real, strings to numbers. A
+    refused value, a wrong shape, a missing or extra component raise
     :class:`InputSignatureError` naming ``source``, the input, its spec and what arrived.
     """
     if isinstance(datapoint, Mapping):
@@ -119,16 +130,54 @@ def check_datapoint(datapoint: Any, signature: Sequence[tf.TensorSpec],
             f"{[s.name for s in signature]}, got {_describe(datapoint)}")
     out = []
     for spec, value in zip(signature, values):
-        dtype = spec.dtype.as_numpy_dtype
         arr = np.asarray(value)
-        if arr.dtype != dtype and not np.can_cast(arr.dtype, dtype, casting="same_kind"):
-            raise InputSignatureError(
-                f"{source}: input '{spec.name}' expects {_spec_str(spec)}, got {_describe(arr)} "
-                f"(dtype {arr.dtype} does not convert to {spec.dtype.name})")
         if not spec.shape.is_compatible_with(arr.shape):
             raise InputSignatureError(
                 f"{source}: input '{spec.name}' expects {_spec_str(spec)}, got {_describe(arr)}")
-        out.append(arr if arr.dtype == dtype else arr.astype(dtype))
+        out.append(_converted(arr, spec, source))
+    return out
+
+
+def _converted(arr: np.ndarray, spec: tf.TensorSpec, source: str) -> np.ndarray:
+    """``arr`` in ``spec``'s dtype, converted as TF1's feed did (``np.asarray(value, dtype)``), where
+    that keeps the values: numbers to numbers and bools, bools to numbers. A float is truncated
+    toward zero and a number other than 0/1 becomes ``True`` as in TF1, with a
+    :class:`LossyConversionWarning`. Refused (TF1 gave garbage or guessed): values outside the
+    dtype's range, NaN or infinity to an integer, complex to real, strings to numbers and back."""
+    dtype = np.dtype(spec.dtype.as_numpy_dtype)
+    src = arr.dtype
+    if src == dtype:
+        return arr
+
+    def refuse(why: str) -> InputSignatureError:
+        return InputSignatureError(f"{source}: input '{spec.name}' expects {_spec_str(spec)}, got {_describe(arr)}: "
+                                   f"{why}")
+
+    numeric = "biuf"
+    if src.kind not in numeric or dtype.kind not in numeric:
+        if src.kind == "c" and dtype.kind == "c":
+            return arr.astype(dtype)
+        if np.can_cast(src, dtype, casting="same_kind") and src.kind not in numeric and dtype.kind not in numeric:
+            return arr.astype(dtype)
+        raise refuse(f"dtype {src} does not convert to {spec.dtype.name}"
+                     + (" (convert the values yourself, e.g. with float() or np.asarray(..., dtype))"
+                        if src.kind in "USO" else ""))
+    if dtype.kind in "iu" and src.kind in "iuf" and arr.size:
+        info = np.iinfo(dtype)
+        if src.kind == "f" and not np.isfinite(arr).all():
+            raise refuse(f"NaN or infinity has no {spec.dtype.name} value")
+        low, high = arr.min(), arr.max()
+        if (np.trunc(low) if src.kind == "f" else low) < info.min or \
+                (np.trunc(high) if src.kind == "f" else high) > info.max:
+            raise refuse(f"values from {low} to {high} do not fit {spec.dtype.name} ({info.min} to {info.max})")
+    out = arr.astype(dtype)
+    lossy = (src.kind == "f" and dtype.kind in "iu" and not np.array_equal(out, arr)) or \
+        (dtype.kind == "b" and src.kind != "b" and not np.isin(arr, (0, 1)).all())
+    if lossy:
+        what = "truncated toward zero" if dtype.kind in "iu" else "made True where not 0"
+        warnings.warn(f"{source}: input '{spec.name}' ({spec.dtype.name}) got {src} values that change when "
+                      f"converted: {what}, as tensorpack's feed did; convert them in the dataflow to choose "
+                      "another rounding", LossyConversionWarning, stacklevel=2)
     return out
 
 

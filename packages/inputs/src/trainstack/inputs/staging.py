@@ -28,6 +28,7 @@ from collections.abc import Iterator, Mapping
 
 import tensorflow as tf
 
+from trainstack.callbacks.eager_state import eager_state
 from trainstack.loop import Callback
 from trainstack.loop.checks import check_int
 
@@ -116,7 +117,7 @@ class StagingInput(FeedfreeInput):
                 "(call get_input_tensors() for every tower inside the traced function) before "
                 "training starts, so that the buffers exist when they are filled")
         if self._prime is None:
-            self._prime = tf.function(self._fill_stages)
+            self._prime = tf.function(self._fill_stages, autograph=False)
         self._prime()
 
     def _fill_stages(self) -> None:
@@ -137,8 +138,8 @@ class StagingInput(FeedfreeInput):
         stages = self.buffers.get(tower_index)
         if stages is not None:
             return stages
-        # init_scope lifts the creation out of the step's graph; it keeps a device string scope
-        with tf.init_scope():
+        # lifted out of the step's graph (not counted as the trace's own); a device string scope stays
+        with eager_state():
             stages = [[tf.Variable(tf.zeros([0], spec.dtype), shape=tf.TensorShape(None), trainable=False,
                                    name=f"staging_tower{tower_index}_{spec.name}_{i}")
                        for spec in self.input_signature]

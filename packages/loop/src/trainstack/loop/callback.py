@@ -187,6 +187,9 @@ class Callback:
 
         Wrappers that forward hooks to another callback override this to ask
         the wrapped callback, so that they stay free on hooks it does not use.
+        The trainer's callback group asks when it is made and again after every
+        callback's ``setup_graph``: the second answer, which may depend on the
+        trainer, is the one training uses.
         """
         cls = type(self)
         return any(getattr(cls, m) is not getattr(Callback, m) for m in _HOOK_METHODS[hook])

@@ -41,12 +41,16 @@ class Callbacks:
                 raise TypeError(f"callback #{i} is {cb!r} ({type(cb).__name__}), not a Callback")
         self.cbs = list(callbacks)
         self.slow_threshold = slow_threshold
+        self._ask_overrides()
+        #: seconds spent by each callback in its hooks since the last report
+        self.timings: dict[Callback, float] = defaultdict(float)
+
+    def _ask_overrides(self) -> None:
+        """Ask each callback which hooks it takes part in (:meth:`Callback.overrides`)."""
         # hook name -> callbacks that override it, in order
         self._active = {h: [cb for cb in self.cbs if cb.overrides(h)] for h in HOOKS}
         #: whether any callback takes part in hooked runs (if not, they skip the protocol)
         self.hooks_runs = bool(self._active["before_run"] or self._active["after_run"])
-        #: seconds spent by each callback in its hooks since the last report
-        self.timings: dict[Callback, float] = defaultdict(float)
 
     def active(self, hook: str) -> list[Callback]:
         """The callbacks that run on ``hook``."""
@@ -81,6 +85,9 @@ class Callbacks:
             start = perf_counter()
             cb.setup_graph(trainer)
             self.timings[cb] += perf_counter() - start
+        # asked again: a callback's answer may depend on its trainer and on what its setup found
+        # (MergeAllSummaries takes part in hooked runs only when its trainer's steps fetch summaries)
+        self._ask_overrides()
 
     def before_train(self) -> None:
         self._call("before_train")

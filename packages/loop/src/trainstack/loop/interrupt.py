@@ -4,8 +4,11 @@ While :meth:`Trainer.main_loop` runs (in the main thread), the first SIGTERM
 or SIGINT only marks the loop as interrupted (``trainer.loop.interrupted``,
 the signal's name): the step in progress finishes, training stops before the
 next one, every callback's ``after_train`` runs (savers write a checkpoint of
-that very step, writers flush their stats), and then :class:`TrainingInterrupted`
-ends the program with status ``128 + signal number``, as the signal would have.
+that very step, writers flush their stats), and then the loop raises
+:class:`TrainingInterrupted`, an ordinary exception (``except Exception`` in a sweep
+or a notebook catches it) carrying ``exit_code``, ``128 + signal number``. Left
+uncaught, it ends the program with that status, as the signal would have, and one
+line instead of a traceback (:func:`exit_with_status_when_uncaught`).
 
 A second SIGTERM or SIGINT during that graceful stop ends the process at once,
 with status ``128 +`` the second signal's number (130 for Ctrl-C, 143 for
@@ -33,6 +36,7 @@ import logging
 import os
 import signal
 import socket
+import sys
 import threading
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
@@ -42,7 +46,8 @@ from ._console import flush_output
 if TYPE_CHECKING:  # pragma: no cover
     from .state import TrainLoop
 
-__all__ = ["TrainingInterrupted", "INTERRUPT_SIGNALS", "stop_after_this_step", "second_signal_hint"]
+__all__ = ["TrainingInterrupted", "INTERRUPT_SIGNALS", "stop_after_this_step", "second_signal_hint",
+           "exit_with_status_when_uncaught"]
 
 logger = logging.getLogger("trainstack.loop")
 
@@ -53,21 +58,48 @@ INTERRUPT_SIGNALS = (signal.SIGTERM, signal.SIGINT)
 _BLOCKED_NOTICE_S = 1.0
 
 
-class TrainingInterrupted(SystemExit):
+class TrainingInterrupted(Exception):
     """Training stopped because of a signal, after its callbacks saved and flushed.
 
-    A ``SystemExit`` whose code is ``128 + signum`` (143 for SIGTERM, 130 for
-    Ctrl-C): uncaught, the program exits with the status the signal would have
-    given, without a traceback. ``signal_name`` and ``global_step`` say where.
+    An ordinary exception: ``except Exception`` (a sweep, a notebook) catches it.
+    ``exit_code`` is ``128 + signum`` (143 for SIGTERM, 130 for Ctrl-C), ``signal_name``
+    and ``global_step`` say where. Uncaught, the program exits with ``exit_code`` and
+    one line, without a traceback (:func:`exit_with_status_when_uncaught`, which the
+    loop arranges before raising it).
     """
 
     def __init__(self, signal_name: str, global_step: int) -> None:
-        super().__init__(128 + signal.Signals[signal_name].value)
+        super().__init__(signal_name, global_step)
         self.signal_name = signal_name
         self.global_step = global_step
+        self.exit_code = 128 + signal.Signals[signal_name].value
 
     def __str__(self) -> str:
         return f"training interrupted by {self.signal_name} after global step {self.global_step}"
+
+
+def exit_with_status_when_uncaught() -> None:
+    """Make an uncaught :class:`TrainingInterrupted` end the program with its ``exit_code``
+    (and one line on stderr) instead of status 1 and a traceback; other exceptions go to the
+    ``sys.excepthook`` that was in place. Installed once, the first time the loop raises one
+    (importing the loop changes nothing). A hook installed later replaces this one; IPython
+    and Jupyter show the exception as any other (the kernel stays up)."""
+    if getattr(sys.excepthook, "_trainstack_exit_status", False):
+        return
+    previous = sys.excepthook
+
+    def hook(kind: type[BaseException], value: BaseException, tb: Any) -> None:
+        if isinstance(value, TrainingInterrupted):
+            flush_output()
+            print(f"{type(value).__name__}: {value}; exiting with status {value.exit_code}",
+                  file=sys.stderr, flush=True)
+            # a SystemExit raised by sys.excepthook ends the interpreter with its code (CPython's
+            # handling of uncaught exceptions), after atexit handlers, as an uncaught one would
+            raise SystemExit(value.exit_code)
+        previous(kind, value, tb)
+
+    hook._trainstack_exit_status = True  # type: ignore[attr-defined]
+    sys.excepthook = hook
 
 
 @contextlib.contextmanager

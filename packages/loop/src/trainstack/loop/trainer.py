@@ -22,7 +22,7 @@ from typing import Any
 from ._console import install_console_handler
 from .callback import Callback
 from .group import Callbacks
-from .interrupt import TrainingInterrupted, interruptible, stop_after_this_step
+from .interrupt import TrainingInterrupted, exit_with_status_when_uncaught, interruptible, stop_after_this_step
 from .monitors import MonitorBase, Monitors
 from .run import RunContext, call_step
 from .state import TrainLoop
@@ -284,8 +284,9 @@ class Trainer:
         to the resumed run's, which then continues right after its last step.
         StopTraining (and ``stop_exceptions``) end the loop cleanly; any other
         error propagates after every callback's ``after_train`` has run. SIGTERM or
-        Ctrl-C stop it after the current step; once every ``after_train`` has run,
-        :class:`TrainingInterrupted` exits with the signal's status. A second one ends the
+        Ctrl-C stop it after the current step; once every ``after_train`` has run, it raises
+        :class:`TrainingInterrupted` (an ``Exception``; uncaught, the program exits with the
+        signal's status, 143 or 130, without a traceback). A second one ends the
         process at once, naming what is lost (:meth:`lost_on_exit`; see interrupt.py).
 
         For that, the loop installs its own SIGTERM and SIGINT handlers while it runs in the
@@ -319,8 +320,9 @@ class Trainer:
             stop = TrainingInterrupted(loop.interrupted, loop.global_step)
             # a warning, not an error: a preemption's SIGTERM ends a run this way, by design
             logger.warning("Training was interrupted by %s after global step %d; its callbacks saved and "
-                           "flushed what they keep. Exiting with status %d.", loop.interrupted,
-                           loop.global_step, stop.code)
+                           "flushed what they keep. Raising TrainingInterrupted (uncaught, the program "
+                           "exits with status %d).", loop.interrupted, loop.global_step, stop.exit_code)
+            exit_with_status_when_uncaught()
             raise stop
         if loop.nonfinite is not None:
             if on_nonfinite == "raise":

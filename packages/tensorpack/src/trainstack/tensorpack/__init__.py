@@ -5,11 +5,13 @@ They are loaded on first use (``_star.py`` holds the imports), so that ``import
 trainstack.tensorpack.utils.viz`` or the port command (``python -m trainstack.tensorpack.port``)
 does not import TensorFlow; ``from trainstack.tensorpack import *`` loads them all.
 """
-from typing import Any
+from typing import Any as _Any
 
-from ._replaced import unprovided
+from ._replaced import stand_in_names as _stand_in_names
+from ._replaced import unprovided as _unprovided_in
 
-__all__ = [
+#: the names ``_star`` provides
+_STAR = [
     "get_rng", "fix_rng_seed", "logger", "DataFlow", "ProxyDataFlow", "RNGDataFlow", "DataFlowTerminated",
     "TestDataSpeed", "PrintData", "BatchData", "BatchDataByShape", "FixedSizeData", "MapData", "MapDataComponent",
     "RepeatedData", "RepeatedDataPoint", "RandomChooseData", "RandomMixData", "JoinData", "ConcatData",
@@ -42,15 +44,20 @@ __all__ = [
     "DistributedTrainerParameterServer", "DistributedTrainerReplicated", "HorovodTrainer", "FeedInput",
     "FeedfreeInput", "QueueInput", "BatchQueueInput", "DummyConstantInput", "TensorInput", "TFDatasetInput",
     "StagingInput", "InputSource", "OnlinePredictor", "OfflinePredictor", "PredictConfig", "DatasetPredictorBase",
-    "SimpleDatasetPredictor", "tfv1"
+    "SimpleDatasetPredictor", "tfv1", "StartProcOrThread", "TensorPrinter", "SendStat", "InjectShell", "SendMonitorData",
+    "callbacks", "compat", "dataflow", "graph_builder", "input_source", "models", "predict", "tfutils", "train", "utils",
+    "change_env", "execute_only_once", "get_tqdm",
+    "humanize_time_delta", "get_global_step_value", "collect_env_info",
 ]
+#: tensorpack's ``from tensorpack import *``: ``_STAR`` and the stand-ins of the names in ``_replaced``
+__all__ = [*_STAR, *_stand_in_names(__name__)]
 
 
-_unprovided = unprovided(__name__)
+_unprovided = _unprovided_in(__name__)
 
 
-def __getattr__(name: str) -> Any:
-    if name in __all__:
+def __getattr__(name: str) -> _Any:
+    if name in _STAR:
         from . import _star  # noqa: PLC0415 - on first use
 
         value = globals()[name] = getattr(_star, name)

@@ -1,17 +1,20 @@
-"""The tensorpack 0.11 names that trainstack.tensorpack does not provide, and what to use instead.
+"""The tensorpack 0.11 names that trainstack.tensorpack does not provide as tensorpack's, and what to use instead.
 
-One table for the mirror modules (their ``__getattr__`` raises an ImportError naming the replacement)
-and for the port command's report. Keys are where tensorpack defines a name; ``EXPOSES`` says which
-modules a tensorpack package star-imports, so that ``tensorpack.tfutils.NewSessionCreator`` is found
-too, as in tensorpack. Names TensorFlow 2 makes meaningless name their replacement; the others say
-that trainstack.tensorpack does not provide them yet.
+One table for the mirror modules and for the port command's report. Keys are where tensorpack defines a
+name; ``EXPOSES`` says which modules a tensorpack package star-imports, so that
+``tensorpack.tfutils.NewSessionCreator`` is found too, as in tensorpack. Each entry names why and what
+to use instead. A listed name imports (a port changes its import lines only) as a stand-in whose call
+raises :class:`ReplacedCallError` naming the call and the replacement; the names of ``IMPORT_ERRORS``
+do not import at all (an ImportError naming the replacement).
 """
 from __future__ import annotations
 
 from collections.abc import Callable
 from typing import Any
 
-__all__ = ["SUBCLASSES", "WRAPPERS", "NOT_YET", "REPLACED", "EXPOSES", "NotProvidedError", "find", "message", "unprovided_names", "unprovided"]
+__all__ = ["SUBCLASSES", "WRAPPERS", "NOT_YET", "REPLACED", "IMPORT_ERRORS", "EXPOSES", "NotProvidedError",
+           "ReplacedCallError", "find", "message", "unprovided_names", "stand_in_names", "stand_in", "is_stand_in",
+           "unprovided"]
 
 NOT_YET = "not provided yet by trainstack.tensorpack"
 
@@ -31,8 +34,6 @@ WRAPPERS: tuple[str, ...] = ("SyncMultiGPUTrainer", "apply_grad_processors")
 
 #: tensorpack's name, where tensorpack defines it -> why it is missing, and what to use instead
 REPLACED: dict[str, str] = {
-    "tensorpack.callbacks.concurrency.StartProcOrThread":
-        "not provided: start the process in a callback's _before_train",
     "tensorpack.callbacks.graph.DumpParamAsImage":
         "not provided: write images from a callback with self.trainer.monitors.put_image(name, array)",
     "tensorpack.callbacks.graph.DumpTensorAsImage":
@@ -41,27 +42,27 @@ REPLACED: dict[str, str] = {
     "tensorpack.callbacks.hooks.HookToCallback": "not provided: TensorFlow 2 has no SessionRunHooks",
     "tensorpack.callbacks.hooks.TFLocalCLIDebugHook": "not provided: TensorFlow 2 has no SessionRunHooks",
     "tensorpack.callbacks.inference_runner.InferenceRunnerBase": "not provided: subclass InferenceRunner",
-    "tensorpack.callbacks.misc.InjectShell":
-        "not provided: niche (shell commands / IPython on a file trigger); write a Callback",
-    "tensorpack.callbacks.misc.SendStat":
-        "not provided: niche (shell commands / IPython on a file trigger); write a Callback",
-    "tensorpack.callbacks.monitor.CometMLMonitor": "not provided: write a MonitorBase subclass",
-    "tensorpack.callbacks.monitor.SendMonitorData": "not provided: write a MonitorBase subclass",
+    "tensorpack.callbacks.monitor.CometMLMonitor":
+        "not provided: a monitor for comet.ml (comet_ml, not a trainstack dependency); write a MonitorBase subclass "
+        "whose process_scalar logs to your comet_ml.Experiment",
     "tensorpack.callbacks.prof.GPUMemoryTracker": "replaced by PeakMemoryTracker",
     "tensorpack.callbacks.prof.HostMemoryTracker": "replaced by PeakMemoryTracker",
-    "tensorpack.callbacks.steps.TensorPrinter": "replaced by ProcessTensors(names, fn) (e.g. fn=print) or DumpTensors",
-    "tensorpack.compat.is_tfv2": "not provided: trainstack runs on TensorFlow 2 only (tf.__version__)",
     "tensorpack.contrib.keras.KerasModel": NOT_YET,
     "tensorpack.contrib.keras.setup_keras_trainer": NOT_YET,
     "tensorpack.dataflow.dataset.caltech101.Caltech101Silhouettes":
         "not provided: read them with a DataFlow of your own",
     "tensorpack.dataflow.dataset.ilsvrc.TinyImageNet": "not provided: read them with a DataFlow of your own",
     "tensorpack.dataflow.dataset.places.Places365Standard": "not provided: read them with a DataFlow of your own",
-    "tensorpack.dataflow.imgaug.deform.GaussianDeform": NOT_YET,
-    "tensorpack.dataflow.imgaug.deform.GaussianMap": NOT_YET,
-    "tensorpack.dataflow.imgaug.deform.np_sample": NOT_YET,
-    "tensorpack.dataflow.imgaug.external.Albumentations": NOT_YET,
-    "tensorpack.dataflow.imgaug.external.IAAugmentor": NOT_YET,
+    "tensorpack.dataflow.imgaug.deform.GaussianDeform":
+        "not provided: tensorpack 0.11 keeps it out of its public API (the module's __all__ is empty, and tensorpack.dataflow.imgaug does not export it); use imgaug.Affine or a MapImage of your own",
+    "tensorpack.dataflow.imgaug.deform.GaussianMap":
+        "not provided: tensorpack 0.11 keeps it out of its public API (the module's __all__ is empty, and tensorpack.dataflow.imgaug does not export it); use imgaug.Affine or a MapImage of your own",
+    "tensorpack.dataflow.imgaug.deform.np_sample":
+        "not provided: tensorpack 0.11 keeps it out of its public API (the module's __all__ is empty, and tensorpack.dataflow.imgaug does not export it); use scipy.ndimage.map_coordinates",
+    "tensorpack.dataflow.imgaug.external.Albumentations":
+        "not provided: a wrapper of the albumentations library (not a trainstack dependency); wrap its transform in imgaug.MapImage(lambda img: transform(image=img)[\"image\"])",
+    "tensorpack.dataflow.imgaug.external.IAAugmentor":
+        "not provided: a wrapper of the imgaug library, which is unmaintained and does not install with NumPy 2; wrap its augmenter in imgaug.MapImage",
     "tensorpack.graph_builder.utils.allreduce_grads":
         "not provided: the data-parallel trainers all-reduce the gradients themselves",
     "tensorpack.input_source.input_source.PlaceholderInput": "replaced by FeedInput (no placeholders in TF2)",
@@ -73,10 +74,14 @@ REPLACED: dict[str, str] = {
         "not provided: tf.layers does not exist in TensorFlow 2; use the layer functions",
     "tensorpack.models.regularize.regularize_cost_from_collection":
         "replaced by regularize_cost over the layer functions' variables, or sum(model.losses) of Keras layers made with kernel_regularizer=",
-    "tensorpack.models.shape_utils.DynamicLazyAxis": NOT_YET,
-    "tensorpack.models.shape_utils.StaticDynamicAxis": NOT_YET,
-    "tensorpack.models.shape_utils.StaticDynamicShape": NOT_YET,
-    "tensorpack.models.shape_utils.StaticLazyAxis": NOT_YET,
+    "tensorpack.models.shape_utils.DynamicLazyAxis":
+        "not provided: tensorpack 0.11 keeps it out of its public API (the module's __all__ is empty, and tensorpack.models does not export it); use tf.shape(x) and x.shape",
+    "tensorpack.models.shape_utils.StaticDynamicAxis":
+        "not provided: tensorpack 0.11 keeps it out of its public API (the module's __all__ is empty, and tensorpack.models does not export it); use tf.shape(x) and x.shape",
+    "tensorpack.models.shape_utils.StaticDynamicShape":
+        "not provided: tensorpack 0.11 keeps it out of its public API (the module's __all__ is empty, and tensorpack.models does not export it); use tf.shape(x) and x.shape",
+    "tensorpack.models.shape_utils.StaticLazyAxis":
+        "not provided: tensorpack 0.11 keeps it out of its public API (the module's __all__ is empty, and tensorpack.models does not export it); use tf.shape(x) and x.shape",
     "tensorpack.predict.base.PredictorBase": "not provided: predictors are plain callables",
     "tensorpack.predict.concurrency.MultiThreadAsyncPredictor":
         "not provided: batch the requests and call an OfflinePredictor",
@@ -88,129 +93,42 @@ REPLACED: dict[str, str] = {
         "replaced by trainer.get_predictors(...) (one per device) and DataParallelInferenceRunner",
     "tensorpack.predict.multigpu.MultiTowerOfflinePredictor":
         "replaced by trainer.get_predictors(...) (one per device) and DataParallelInferenceRunner",
-    "tensorpack.tfutils.collect_env.collect_env_info":
-        "not provided: use tf.sysconfig.get_build_info() and tf.__version__",
-    "tensorpack.tfutils.collect_env.parse_TF_build_info": "not provided: use tf.sysconfig.get_build_info()",
     "tensorpack.tfutils.collection.backup_collection": "not provided: TF1 graph collections do not exist",
     "tensorpack.tfutils.collection.freeze_collection": "not provided: TF1 graph collections do not exist",
     "tensorpack.tfutils.collection.restore_collection": "not provided: TF1 graph collections do not exist",
-    "tensorpack.tfutils.common.collect_env_info": "not provided: use tf.sysconfig.get_build_info() and tf.__version__",
     "tensorpack.tfutils.common.get_default_sess_config":
         "replaced by RuntimeConfig (threads, GPU memory growth, soft placement, XLA)",
-    "tensorpack.tfutils.common.get_global_step_value":
-        "replaced by trainer.global_step (self.global_step in callbacks)",
     "tensorpack.tfutils.dependency.dependency_of_fetches":
         "not provided: TensorFlow 2 has no session fetches; compute it in the step function",
     "tensorpack.tfutils.dependency.dependency_of_targets":
         "not provided: TensorFlow 2 has no session fetches; compute it in the step function",
     "tensorpack.tfutils.distributed.get_distributed_session_creator":
         "replaced by DistributedTrainerParameterServer / DistributedTrainerReplicated (trainstack.distributed): TensorFlow 2 has no sessions",
-    "tensorpack.tfutils.gradproc.CheckGradient":
-        "replaced by MapGradient(lambda g: tf.debugging.check_numerics(g, ...)) and CheckNumerics",
-    "tensorpack.tfutils.gradproc.PrintGradient":
-        "replaced by MapGradient(lambda g: tf.debugging.check_numerics(g, ...)) and CheckNumerics",
-    "tensorpack.tfutils.model_utils.describe_trainable_vars": NOT_YET,
-    "tensorpack.tfutils.model_utils.get_shape_str": NOT_YET,
-    "tensorpack.tfutils.optimizer.AccumGradOptimizer": "replaced by the trainers' gradient_accumulation_steps",
-    "tensorpack.tfutils.optimizer.PostProcessOptimizer": "replaced by apply_grad_processors / ProcessedOptimizer",
-    "tensorpack.tfutils.optimizer.ProxyOptimizer": "replaced by apply_grad_processors / ProcessedOptimizer",
-    "tensorpack.tfutils.optimizer.VariableAssignmentOptimizer":
-        "replaced by apply_grad_processors / ProcessedOptimizer",
-    "tensorpack.tfutils.scope_utils.cached_name_scope":
-        "not provided: decorators over TF1 name scopes; use with tf.name_scope(name): in the function",
-    "tensorpack.tfutils.scope_utils.under_name_scope":
-        "not provided: decorators over TF1 name scopes; use with tf.name_scope(name): in the function",
     "tensorpack.tfutils.sesscreate.NewSessionCreator":
         "replaced by RuntimeConfig (trainstack.towers): TensorFlow 2 has no sessions",
     "tensorpack.tfutils.sesscreate.ReuseSessionCreator":
         "replaced by RuntimeConfig (trainstack.towers): TensorFlow 2 has no sessions",
     "tensorpack.tfutils.sesscreate.SessionCreatorAdapter":
         "replaced by RuntimeConfig (trainstack.towers): TensorFlow 2 has no sessions",
-    "tensorpack.tfutils.summary.add_activation_summary":
-        "replaced by add_tensor_summary(x, ['histogram', 'rms', 'sparsity'])",
-    "tensorpack.tfutils.symbolic_functions.print_stat":
-        "replaced by add_tensor_summary(x, ['mean', 'rms']) or tf.print",
-    "tensorpack.tfutils.symbolic_functions.rms": NOT_YET,
-    "tensorpack.tfutils.tower.BaseTowerContext": "replaced by TowerContext",
-    "tensorpack.tfutils.tower.TowerFuncWrapper": "replaced by TowerFunc",
-    "tensorpack.tfutils.tower.TowerTensorHandle":
-        "renamed TowerHandle (trainstack.towers; tower_func.towers[name].get_tensor(...))",
-    "tensorpack.tfutils.tower.TowerTensorHandles": "renamed TowerHandles (trainstack.towers)",
     "tensorpack.tfutils.varmanip.SessionUpdate":
-        "replaced by tf.train.Checkpoint / tf.train.load_checkpoint(path) and DictRestore",
+        "replaced by tf.Variable.assign and DictRestore / SmartInit (TensorFlow 2 has no sessions)",
     "tensorpack.tfutils.varmanip.dump_session_params":
-        "replaced by tf.train.Checkpoint / tf.train.load_checkpoint(path) and DictRestore",
-    "tensorpack.tfutils.varmanip.get_all_checkpoints":
-        "replaced by tf.train.Checkpoint / tf.train.load_checkpoint(path) and DictRestore",
-    "tensorpack.tfutils.varmanip.get_checkpoint_path":
-        "replaced by tf.train.Checkpoint / tf.train.load_checkpoint(path) and DictRestore",
-    "tensorpack.tfutils.varmanip.load_checkpoint_vars":
-        "replaced by tf.train.Checkpoint / tf.train.load_checkpoint(path) and DictRestore",
-    "tensorpack.tfutils.varmanip.load_chkpt_vars":
-        "replaced by tf.train.Checkpoint / tf.train.load_checkpoint(path) and DictRestore",
-    "tensorpack.tfutils.varmanip.save_checkpoint_vars":
-        "replaced by tf.train.Checkpoint / tf.train.load_checkpoint(path) and DictRestore",
-    "tensorpack.tfutils.varmanip.save_chkpt_vars":
-        "replaced by tf.train.Checkpoint / tf.train.load_checkpoint(path) and DictRestore",
+        "replaced by save_chkpt_vars({v.name: v.numpy() for v in variables}, path) or ModelSaver (TensorFlow 2 has no sessions)",
     "tensorpack.train.trainers.BytePSTrainer":
         "not provided: BytePS has no release for TensorFlow 2.21; use HorovodTrainer",
-    "tensorpack.utils.argtools.graph_memoized":
-        "not provided: it memoizes per TF1 graph, which TensorFlow 2 does not have; use memoized",
-    "tensorpack.utils.argtools.log_once": NOT_YET,
-    "tensorpack.utils.argtools.map_arg": NOT_YET,
-    "tensorpack.utils.argtools.memoized_ignoreargs": NOT_YET,
-    "tensorpack.utils.argtools.shape2d": NOT_YET,
-    "tensorpack.utils.argtools.shape4d": NOT_YET,
-    "tensorpack.utils.compatible_serialize.dumps": NOT_YET,
-    "tensorpack.utils.compatible_serialize.loads": NOT_YET,
-    "tensorpack.utils.concurrency.LoopThread": NOT_YET,
     "tensorpack.utils.concurrency.ShareSessionThread":
         "not provided: TensorFlow 2 has no default session to share; use a plain threading.Thread",
-    "tensorpack.utils.concurrency.StoppableThread": NOT_YET,
-    "tensorpack.utils.concurrency.ensure_proc_terminate": NOT_YET,
-    "tensorpack.utils.concurrency.start_proc_mask_signal": NOT_YET,
-    "tensorpack.utils.debug.enable_call_trace": NOT_YET,
-    "tensorpack.utils.develop.HIDE_DOC": NOT_YET,
-    "tensorpack.utils.develop.LazyLoader": NOT_YET,
-    "tensorpack.utils.develop.building_rtfd": NOT_YET,
-    "tensorpack.utils.develop.create_dummy_class": NOT_YET,
-    "tensorpack.utils.develop.create_dummy_func": NOT_YET,
-    "tensorpack.utils.develop.deprecated": NOT_YET,
-    "tensorpack.utils.develop.log_deprecated": NOT_YET,
-    "tensorpack.utils.fs.download":
-        "not provided: trainstack.dataflow.dataset.download(RemoteFile(...), directory) downloads and checks a file",
-    "tensorpack.utils.fs.get_dataset_path": NOT_YET,
-    "tensorpack.utils.fs.mkdir_p": NOT_YET,
-    "tensorpack.utils.fs.normpath": NOT_YET,
-    "tensorpack.utils.fs.recursive_walk": NOT_YET,
-    "tensorpack.utils.gpu.change_gpu": NOT_YET,
-    "tensorpack.utils.loadcaffe.get_caffe_pb": NOT_YET,
-    "tensorpack.utils.loadcaffe.load_caffe": NOT_YET,
-    "tensorpack.utils.naming.GLOBAL_STEP_INCR_OP_NAME":
-        "not provided: the loop counts the steps (trainer.global_step); there is no increment op",
-    "tensorpack.utils.naming.MOVING_SUMMARY_OPS_KEY":
-        "not provided: TF1 graph collections do not exist; add_moving_summary records on the tower",
-    "tensorpack.utils.nvml.NVMLContext": NOT_YET,
-    "tensorpack.utils.palette.PALETTE_RGB": NOT_YET,
-    "tensorpack.utils.serialize.dumps": NOT_YET,
-    "tensorpack.utils.serialize.loads": NOT_YET,
-    "tensorpack.utils.stats.Accuracy": NOT_YET,
-    "tensorpack.utils.stats.BinaryStatistics": NOT_YET,
-    "tensorpack.utils.stats.OnlineMoments": NOT_YET,
-    "tensorpack.utils.stats.RatioCounter": NOT_YET,
-    "tensorpack.utils.stats.StatCounter": NOT_YET,
-    "tensorpack.utils.timer.IterSpeedCounter": NOT_YET,
-    "tensorpack.utils.timer.Timer": NOT_YET,
-    "tensorpack.utils.timer.timed_operation": NOT_YET,
-    "tensorpack.utils.utils.change_env": NOT_YET,
-    "tensorpack.utils.utils.execute_only_once": NOT_YET,
-    "tensorpack.utils.utils.get_tqdm": NOT_YET,
-    "tensorpack.utils.utils.humanize_time_delta": NOT_YET,
-    "tensorpack.utils.viz.dump_dataflow_images":
-        "not provided: write the images with OpenCV in a loop over the dataflow; use a matplotlib colormap",
-    "tensorpack.utils.viz.intensity_to_rgb":
-        "not provided: write the images with OpenCV in a loop over the dataflow; use a matplotlib colormap",
+    "tensorpack.utils.loadcaffe.get_caffe_pb":
+        "not provided: it needs Caffe, or caffe.proto downloaded and compiled by protoc at run time; convert the model to .npz once with tensorpack 0.11 (python -m tensorpack.utils.loadcaffe PROTOTXT CAFFEMODEL OUT.npz) and load it with SmartInit / DictRestore",
+    "tensorpack.utils.loadcaffe.load_caffe":
+        "not provided: it needs Caffe, or caffe.proto downloaded and compiled by protoc at run time; convert the model to .npz once with tensorpack 0.11 (python -m tensorpack.utils.loadcaffe PROTOTXT CAFFEMODEL OUT.npz) and load it with SmartInit / DictRestore",
 }
+
+#: the entries of :data:`REPLACED` whose import raises (the others import as stand-ins)
+IMPORT_ERRORS: frozenset[str] = frozenset({
+    "tensorpack.contrib.keras.KerasModel",
+    "tensorpack.contrib.keras.setup_keras_trainer",
+})
 
 #: the modules each tensorpack package star-imports (its __init__'s rule)
 EXPOSES: dict[str, tuple[str, ...]] = {
@@ -333,6 +251,11 @@ class NotProvidedError(ImportError):
     """
 
 
+class ReplacedCallError(NotImplementedError):
+    """A call of a tensorpack name that TensorFlow 2 (or trainstack) replaces; the message names the
+    call and what to use instead."""
+
+
 def _exposed(module: str) -> list[str]:
     """``module`` and, recursively, the modules it star-imports in tensorpack."""
     out = [module]
@@ -355,6 +278,13 @@ def unprovided_names(module: str) -> list[str]:
     return sorted({key.rsplit(".", 1)[1] for key in REPLACED if key.rsplit(".", 1)[0] in exposed})
 
 
+def stand_in_names(module: str) -> list[str]:
+    """The names of tensorpack's ``module`` (or of its mirror, ``trainstack.<module>``) in :data:`REPLACED`
+    that import as stand-ins (not in :data:`IMPORT_ERRORS`): its ``__all__`` has them, as tensorpack's had."""
+    module = module.removeprefix("trainstack.")
+    return [n for n in unprovided_names(module) if find(module, n) not in IMPORT_ERRORS]
+
+
 def message(module: str, name: str) -> str | None:
     """What to tell a user who imports ``name`` from tensorpack's ``module``, or None if it is provided."""
     key = find(module, name)
@@ -363,8 +293,43 @@ def message(module: str, name: str) -> str | None:
     return f"tensorpack's {key} is {REPLACED[key]}"
 
 
+_STAND_INS: dict[str, Any] = {}
+
+
+def stand_in(key: str) -> Any:
+    """The object standing for the :data:`REPLACED` entry ``key``: a class (for a capitalized name) or a
+    function whose call raises :class:`ReplacedCallError` naming the call and the replacement."""
+    if key in _STAND_INS:
+        return _STAND_INS[key]
+    module, name = key.rsplit(".", 1)
+    text = f"{name}() is tensorpack's {key}, {REPLACED[key]}"
+    if name[:1].isupper():
+        def __new__(cls: type, *args: Any, **kwargs: Any) -> Any:
+            raise ReplacedCallError(text.replace(f"{name}()", f"{cls.__name__}()", 1))
+
+        obj: Any = type(name, (), {"__new__": __new__, "__doc__": f"A stand-in: {text}.",
+                                   "__module__": f"trainstack.{module}"})
+    else:
+        def obj(*args: Any, **kwargs: Any) -> Any:
+            raise ReplacedCallError(text)
+
+        obj.__name__ = obj.__qualname__ = name
+        obj.__doc__ = f"A stand-in: {text}."
+        obj.__module__ = f"trainstack.{module}"
+    obj.__replaced_key__ = key
+    _STAND_INS[key] = obj
+    return obj
+
+
+def is_stand_in(obj: Any) -> bool:
+    """Whether ``obj`` is the stand-in of a :data:`REPLACED` name (made by :func:`stand_in`)."""
+    key = getattr(obj, "__replaced_key__", None)
+    return isinstance(key, str) and _STAND_INS.get(key) is obj
+
+
 def unprovided(mirror: str, **dynamic: Callable[[], Any]) -> Callable[[str], Any]:
-    """The ``__getattr__`` of the mirror module ``mirror`` (``trainstack.tensorpack.x`` for ``tensorpack.x``).
+    """The ``__getattr__`` of the mirror module ``mirror`` (``trainstack.tensorpack.x`` for ``tensorpack.x``):
+    the stand-ins of its :data:`REPLACED` names, a :class:`NotProvidedError` for :data:`IMPORT_ERRORS`.
 
     ``dynamic`` maps module attributes that tensorpack kept as changing globals to a function
     reading their current value (``logger.LOG_DIR``).
@@ -374,9 +339,12 @@ def unprovided(mirror: str, **dynamic: Callable[[], Any]) -> Callable[[str], Any
     def __getattr__(name: str) -> Any:
         if name in dynamic:
             return dynamic[name]()
-        text = message(module, name)
-        if text is None:
+        key = find(module, name)
+        if key is None:
             raise AttributeError(f"module {mirror!r} has no attribute {name!r}")
-        raise NotProvidedError(f"cannot import {name!r} from {mirror!r}: {text}", name=name, path=None)
+        if key in IMPORT_ERRORS:
+            raise NotProvidedError(f"cannot import {name!r} from {mirror!r}: {message(module, name)}",
+                                   name=name, path=None)
+        return stand_in(key)
 
     return __getattr__

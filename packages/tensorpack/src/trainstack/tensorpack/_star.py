@@ -3,6 +3,8 @@ modules (the last star import winning, as in tensorpack). The package's ``__init
 module on the first use of one of its names, so that importing one mirrored module, or running the
 port command, does not import every layer and TensorFlow."""
 # ruff: noqa: F401 - every name is re-exported by the package's __getattr__
+# tensorpack's package binds its subpackages, which its __init__ imports (no __all__: the star import gives them)
+from . import callbacks, compat, dataflow, graph_builder, input_source, models, predict, tfutils, train, utils
 from .callbacks import (
     BinaryClassificationStats,
     Callback,
@@ -24,6 +26,7 @@ from .callbacks import (
     HyperParamSetterWithFunc,
     Inferencer,
     InferenceRunner,
+    InjectShell,
     JSONWriter,
     MaxSaver,
     MergeAllSummaries,
@@ -44,9 +47,13 @@ from .callbacks import (
     ScalarPrinter,
     ScalarStats,
     ScheduledHyperParamSetter,
+    SendMonitorData,
+    SendStat,
     SessionRunTimeout,
     SimpleMovingAverage,
+    StartProcOrThread,
     StatMonitorParamSetter,
+    TensorPrinter,
     TFEventWriter,
     ThroughputTracker,
 )
@@ -155,10 +162,12 @@ from .tfutils import (
     SmartInit,
     TowerContext,
     argscope,
+    collect_env_info,
     enable_argscope_for_function,
     enable_argscope_for_module,
     get_arg_scope,
     get_current_tower_context,
+    get_global_step_value,
     get_global_step_var,
     get_model_loader,
     get_tf_version_tuple,
@@ -193,4 +202,4 @@ from .train import (
     Trainer,
     launch_train_with_config,
 )
-from .utils import fix_rng_seed, get_rng, logger
+from .utils import change_env, execute_only_once, fix_rng_seed, get_rng, get_tqdm, humanize_time_delta, logger

@@ -14,6 +14,16 @@ change in place and the original of each changed file is kept as ``<name>.py.ori
 read and checked before anything is written. The report lists the files, how many lines each
 changed, and each name the script imports that trainstack.tensorpack does not provide, with what
 to use instead (trainstack.tensorpack's one table of them, ``_replaced.py``).
+
+In a tensorpack script (a file that imports tensorpack, or a module of its own that such a script
+imports from its directory, ported in the same command), ``import tensorflow as tf`` means
+TensorFlow 1: tensorpack ran these scripts on TF1. The statement becomes ``from trainstack.tensorpack
+import tfv1 as tf`` (still an import line), as do ``import tensorflow.compat.v1 as tf``, ``from
+tensorflow.compat import v1 as tf`` and ``import tensorflow`` (``... tfv1 as tensorflow``). Other
+TensorFlow imports (``from tensorflow import keras``, ``import tensorflow.contrib.slim as slim``, a
+statement importing other modules too) are left as they are, with a line in the report.
+``--keep-tensorflow`` leaves every TensorFlow import alone. A file that imports no tensorpack and
+is no such module is not touched.
 """
 from __future__ import annotations
 
@@ -27,9 +37,12 @@ from pathlib import Path
 
 from ._replaced import message, unprovided_names
 
-__all__ = ["PortError", "Ported", "port_source", "main"]
+__all__ = ["PortError", "Ported", "port_source", "imports_tensorpack", "imports_tensorflow", "local_imports", "main"]
 
 _PREFIX = "trainstack."
+_TFV1 = "from trainstack.tensorpack import tfv1 as "
+#: the report's reason for each rewritten form
+_TF1_REASON = "tensorpack's scripts used TensorFlow 1"
 _ROOT = Path(__file__).resolve().parent
 
 
@@ -44,6 +57,8 @@ class Ported:
     source: bytes
     changed_lines: int
     notes: list[str] = field(default_factory=list)
+    #: the report's lines on the file's TensorFlow imports (rewritten to tfv1, or left and why)
+    tf_notes: list[str] = field(default_factory=list)
 
 
 def _mirror_modules() -> set[str]:
@@ -82,12 +97,109 @@ def _split(chain: list[str], mirrors: set[str]) -> tuple[str, str | None]:
     return chain[0], chain[1] if len(chain) > 1 else None
 
 
-def port_source(text: str, filename: str = "<script>") -> tuple[str, list[str]]:
-    """Port one script's text: the new text and the report's notes. SyntaxError propagates."""
+def imports_tensorpack(tree: ast.AST) -> bool:
+    """Whether a parsed file imports tensorpack (any form, anywhere in it): a tensorpack script."""
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and not node.level and node.module and \
+                node.module.split(".")[0] == "tensorpack":
+            return True
+        if isinstance(node, ast.Import) and any(a.name.split(".")[0] == "tensorpack" for a in node.names):
+            return True
+    return False
+
+
+def local_imports(tree: ast.AST) -> dict[str, int]:
+    """The top-level module names a parsed file imports (``import dorefa``, ``from GAN import ...``),
+    each with the line of its first import: the script's own modules among them sit next to it."""
+    found: dict[str, int] = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and not node.level and node.module:
+            found.setdefault(node.module.split(".")[0], node.lineno)
+        elif isinstance(node, ast.Import):
+            for alias in node.names:
+                found.setdefault(alias.name.split(".")[0], node.lineno)
+    return dict(sorted(found.items(), key=lambda item: item[1]))
+
+
+def _is_tensorflow(module: str) -> bool:
+    return module == "tensorflow" or module.startswith("tensorflow.")
+
+
+def imports_tensorflow(tree: ast.AST) -> bool:
+    """Whether a parsed file has a TensorFlow import statement."""
+    return any(isinstance(node, ast.Import) and any(_is_tensorflow(a.name) for a in node.names)
+               or isinstance(node, ast.ImportFrom) and not node.level and _is_tensorflow(node.module or "")
+               for node in ast.walk(tree))
+
+
+def _char_col(line: str, byte_col: int) -> int:
+    """ast's UTF-8 byte offset in ``line`` as a character offset."""
+    return len(line.encode("utf-8")[:byte_col].decode("utf-8", errors="ignore"))
+
+
+def _tensorflow_edits(tree: ast.AST, lines: list[str], filename: str,
+                      why: str) -> tuple[list[tuple[int, int, str, int]], list[str]]:
+    """A tensorpack script's TensorFlow imports: the statements rewritten to tfv1 (as replacements
+    ``(row, start column, text, end column)``) and the report's line for each TensorFlow import."""
+    edits: list[tuple[int, int, str, int]] = []
+    notes: list[str] = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import) and any(_is_tensorflow(a.name) for a in node.names):
+            names = [a for a in node.names if _is_tensorflow(a.name)]
+            form = names[0]
+            name = form.asname or form.name
+            tfv1_form = len(node.names) == 1 and (form.name == "tensorflow" or
+                                                  (form.name == "tensorflow.compat.v1" and form.asname))
+        elif isinstance(node, ast.ImportFrom) and not node.level and _is_tensorflow(node.module or ""):
+            form = node.names[0]
+            name = form.asname or form.name
+            tfv1_form = node.module == "tensorflow.compat" and len(node.names) == 1 and form.name == "v1"
+        else:
+            continue
+        stmt = ast.unparse(node)
+        where = f"{filename}:{node.lineno}: {stmt}"
+        if tfv1_form and node.lineno == node.end_lineno:
+            line = lines[node.lineno - 1]
+            edits.append((node.lineno, _char_col(line, node.col_offset), _TFV1 + name,
+                          _char_col(line, node.end_col_offset or 0)))
+            notes.append(f"{where} -> tfv1: {why}")
+        elif tfv1_form:
+            notes.append(f"{where}: left as it is (it spans lines): put it on one line and port again, "
+                         f"to make it tfv1 ({why})")
+        elif isinstance(node, ast.Import) and len(node.names) > 1:
+            notes.append(f"{where}: left as it is (it imports other modules too): give TensorFlow an import "
+                         f"statement of its own and port again, to make it tfv1 ({why})")
+        elif (form.name if isinstance(node, ast.Import) else f"{node.module}.{form.name}").split(".")[1] == "contrib":
+            notes.append(f"{where}: left as it is: tensorflow.contrib is not part of TensorFlow 2 (no "
+                         f"replacement in tfv1)")
+        else:
+            notes.append(f"{where}: left as it is, TensorFlow 2's (for TF1's, take the name from "
+                         f"trainstack.tensorpack's tfv1)")
+    return edits, notes
+
+
+def port_source(text: str, filename: str = "<script>", *, tensorflow: bool = True,
+                tensorpack_script: bool | None = None) -> tuple[str, list[str]]:
+    """Port one script's text: the new text and the report's notes. SyntaxError propagates.
+
+    ``tensorflow=False`` leaves TensorFlow imports alone; ``tensorpack_script`` says whether the
+    text is a tensorpack script (default: whether it imports tensorpack), whose TensorFlow imports
+    mean TensorFlow 1."""
+    new, notes, tf_notes = _port_text(text, filename, tensorflow=tensorflow, tensorpack_script=tensorpack_script)
+    return new, _sorted(notes + tf_notes)
+
+
+def _sorted(notes: list[str]) -> list[str]:
+    return sorted(set(notes), key=lambda s: (s.split(":")[0], int(s.split(":")[1]), s))
+
+
+def _port_text(text: str, filename: str, *, tensorflow: bool = True, tensorpack_script: bool | None = None,
+               why: str = _TF1_REASON) -> tuple[str, list[str], list[str]]:
+    """The new text, the notes on names not provided, and those on TensorFlow imports."""
     tree = ast.parse(text, filename)
     mirrors = _mirror_modules()
     tokens = _tokens(text)
-    edits: list[tuple[int, int, str]] = []  # (row, column in characters, text to insert)
+    edits: list[tuple[int, int, str, int]] = []  # (row, from column, text to insert, to column), in characters
     notes: list[str] = []
     star: list[tuple[str, int]] = []   # (tensorpack module, line) of the star imports
     aliases: dict[str, str] = {}       # a name bound to a tensorpack module -> its path
@@ -109,7 +221,7 @@ def port_source(text: str, filename: str = "<script>") -> tuple[str, list[str]]:
         if isinstance(node, ast.ImportFrom) and not node.level and node.module and \
                 node.module.split(".")[0] == "tensorpack":
             tok = tokens[first_token(node, "from") + 1]
-            edits.append((tok.start[0], tok.start[1], _PREFIX))
+            edits.append((tok.start[0], tok.start[1], _PREFIX, tok.start[1]))
             if node.module not in mirrors:
                 notes.append(f"{filename}:{node.lineno}: {node.module}: trainstack.tensorpack has no such module "
                              f"yet; import from its package instead")
@@ -131,13 +243,13 @@ def port_source(text: str, filename: str = "<script>") -> tuple[str, list[str]]:
                 i += 1                                           # , or the end
                 if alias.name.split(".")[0] != "tensorpack":
                     continue
-                edits.append((start.start[0], start.start[1], _PREFIX))
+                edits.append((start.start[0], start.start[1], _PREFIX, start.start[1]))
                 if alias.asname:
                     aliases[alias.asname] = alias.name
                 else:
                     whole.append(node)
                     tail = " as tensorpack" if alias.name == "tensorpack" else f", {_PREFIX}tensorpack as tensorpack"
-                    edits.append((end.end[0], end.end[1], tail))
+                    edits.append((end.end[0], end.end[1], tail, end.end[1]))
                 if alias.name not in mirrors:
                     notes.append(f"{filename}:{node.lineno}: {alias.name}: trainstack.tensorpack has no such "
                                  f"module yet")
@@ -168,15 +280,30 @@ def port_source(text: str, filename: str = "<script>") -> tuple[str, list[str]]:
                    key=lambda e: (e[0], e[1]))
         deepest = {m for m in reached if not any(r.startswith(m + ".") for r in reached)}
         extra = "".join(f", {_PREFIX}{m}" for m in sorted(deepest))
-        edits[edits.index(last)] = (last[0], last[1], last[2] + extra)
+        edits[edits.index(last)] = (last[0], last[1], last[2] + extra, last[3])
 
     lines = text.splitlines(keepends=True)
-    for row, col, insert in sorted(edits, reverse=True):
-        lines[row - 1] = lines[row - 1][:col] + insert + lines[row - 1][col:]
-    return "".join(lines), sorted(set(notes), key=lambda s: (s.split(":")[0], int(s.split(":")[1]), s))
+    tf_notes: list[str] = []
+    if tensorflow and (imports_tensorpack(tree) if tensorpack_script is None else tensorpack_script):
+        tf_edits, tf_notes = _tensorflow_edits(tree, lines, filename, why)
+        edits += tf_edits
+    for row, col, insert, stop in sorted(edits, reverse=True):
+        lines[row - 1] = lines[row - 1][:col] + insert + lines[row - 1][stop:]
+    return "".join(lines), _sorted(notes), _sorted(tf_notes)
 
 
-def _port_file(path: Path) -> Ported:
+@dataclass
+class _Script:
+    """One file read and parsed (its text without a BOM)."""
+
+    path: Path
+    text: str
+    encoding: str
+    bom: bool
+    tree: ast.Module
+
+
+def _read(path: Path) -> _Script:
     raw = path.read_bytes()
     try:
         encoding, _ = tokenize.detect_encoding(io.BytesIO(raw).readline)
@@ -184,14 +311,60 @@ def _port_file(path: Path) -> Ported:
     except (SyntaxError, UnicodeDecodeError) as e:
         raise PortError(f"{path}: cannot decode: {e}") from None
     bom = text.startswith("\ufeff")
+    text = text[1:] if bom else text
     try:
-        new, notes = port_source(text[1:] if bom else text, str(path))
+        tree = ast.parse(text, str(path))
     except SyntaxError as e:
         raise PortError(f"{path}:{e.lineno}: syntax error: {e.msg}; nothing was written") from None
-    old_lines = text.splitlines(keepends=True)
-    new_lines = (("\ufeff" + new) if bom else new).splitlines(keepends=True)
+    return _Script(path, text, encoding, bom, tree)
+
+
+def _own_modules(scripts: list[_Script]) -> dict[Path, Path]:
+    """The files that import no tensorpack but that a tensorpack script among ``scripts`` imports
+    from its directory (``from dorefa import get_dorefa``), directly or through another such file:
+    each with the file importing it."""
+    by_place = {(s.path.resolve().parent, s.path.stem): s for s in scripts}
+    tensorpack = {s.path for s in scripts if imports_tensorpack(s.tree)}
+    importer: dict[Path, Path] = {}
+    frontier = [s for s in scripts if s.path in tensorpack]
+    while frontier:
+        script = frontier.pop(0)
+        for name in local_imports(script.tree):
+            own = by_place.get((script.path.resolve().parent, name))
+            if own is not None and own.path not in tensorpack and own.path not in importer:
+                importer[own.path] = script.path
+                frontier.append(own)
+    return importer
+
+
+def _left_behind(script: _Script, ported: set[Path]) -> list[str]:
+    """The report's lines for a tensorpack script's own modules next to it that this command does not
+    port: they import TensorFlow (meaning TF1) and no tensorpack."""
+    notes = []
+    for name, line in local_imports(script.tree).items():
+        own = script.path.resolve().parent / f"{name}.py"
+        if own in ported or not own.is_file():
+            continue
+        try:
+            tree = ast.parse(own.read_bytes())
+        except (SyntaxError, ValueError):
+            continue
+        if imports_tensorflow(tree) and not imports_tensorpack(tree):
+            notes.append(f"{script.path}:{line}: {name}: the script's own module {own.name} imports TensorFlow "
+                         f"and no tensorpack; port it with the script (name both, or their directory) to make "
+                         f"its TensorFlow import tfv1 too")
+    return notes
+
+
+def _port_file(script: _Script, *, tensorflow: bool = True, imported_by: Path | None = None) -> Ported:
+    why = _TF1_REASON if imported_by is None else \
+        f"{_TF1_REASON} ({script.path.name} is imported by {imported_by.name}, a tensorpack script)"
+    new, notes, tf_notes = _port_text(script.text, str(script.path), tensorflow=tensorflow,
+                                      tensorpack_script=True if imported_by is not None else None, why=why)
+    old_lines = script.text.splitlines(keepends=True)
+    new_lines = new.splitlines(keepends=True)
     changed = sum(a != b for a, b in zip(old_lines, new_lines))
-    return Ported((("\ufeff" if bom else "") + new).encode(encoding), changed, notes)
+    return Ported((("\ufeff" if script.bom else "") + new).encode(script.encoding), changed, notes, tf_notes)
 
 
 def _collect(args: list[str], out: Path | None) -> list[tuple[Path, Path]]:
@@ -224,10 +397,22 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("paths", nargs="+", metavar="SCRIPT_OR_DIR", help="a script, or a directory (every *.py below)")
     parser.add_argument("--out", metavar="DIR", type=Path,
                         help="write the ported copies here (default: in place, keeping <name>.py.orig)")
+    parser.add_argument("--keep-tensorflow", action="store_true",
+                        help="leave TensorFlow imports as they are (by default a tensorpack script's "
+                             "'import tensorflow as tf' becomes trainstack.tensorpack's tfv1: TensorFlow 1)")
     ns = parser.parse_args(argv)
+    tensorflow = not ns.keep_tensorflow
     try:
         jobs = _collect(ns.paths, ns.out)
-        results = [(src, dst, _port_file(src)) for src, dst in jobs]
+        scripts = [_read(src) for src, _ in jobs]
+        own = _own_modules(scripts) if tensorflow else {}
+        results = [(src, dst, _port_file(script, tensorflow=tensorflow, imported_by=own.get(src)))
+                   for (src, dst), script in zip(jobs, scripts)]
+        if tensorflow:
+            ported = {src.resolve() for src, _ in jobs}
+            for script, (_, _, r) in zip(scripts, results):
+                if imports_tensorpack(script.tree):
+                    r.tf_notes.extend(_left_behind(script, ported))
         if ns.out is None:
             kept = [Path(f"{src}.orig") for src, _, r in results if r.changed_lines and Path(f"{src}.orig").exists()]
             if kept:
@@ -252,6 +437,11 @@ def main(argv: list[str] | None = None) -> int:
     if notes:
         print("names trainstack.tensorpack does not provide (change these lines by hand):")
         for n in notes:
+            print(f"  {n}")
+    tf_notes = [n for _, _, r in results for n in _sorted(r.tf_notes)]
+    if tf_notes:
+        print("TensorFlow imports of the tensorpack scripts (--keep-tensorflow leaves them as they are):")
+        for n in tf_notes:
             print(f"  {n}")
     return 0
 

@@ -5,7 +5,7 @@ TowerContext (training towers ``tower0..``, inference towers for predictors),
 trace one step function from it, and keep the graph frozen afterwards.
 """
 # isort: off
-import trainstack.callbacks.tf_startup  # noqa: F401 - first: imports TensorFlow without its start-up lines
+from trainstack.callbacks import tf_startup as _tf_startup  # noqa: F401 - first: TensorFlow without its start-up lines
 # isort: on
 # Each subpackage imports only those listed before it (.importlinter checks it).
 # -- towers, ModelDesc, gradient processors, the traced step (H3)

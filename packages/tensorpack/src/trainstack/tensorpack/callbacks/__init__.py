@@ -48,7 +48,11 @@ from trainstack.towers import (
     ScalarStats,
 )
 
-from .._replaced import unprovided
+from .._replaced import stand_in_names, unprovided
+from .concurrency import StartProcOrThread
+from .misc import InjectShell, SendStat
+from .monitor import SendMonitorData
+from .steps import TensorPrinter
 
 __all__ = [
     "Callback", "ProxyCallback", "CallbackFactory", "RunOp", "RunUpdateOps", "ProcessTensors", "DumpTensors",
@@ -59,7 +63,10 @@ __all__ = [
     "StatMonitorParamSetter", "HyperParamSetterWithFunc", "GPUUtilizationTracker", "GraphProfiler",
     "PeakMemoryTracker", "ThroughputTracker", "ModelSaver", "MinSaver", "MaxSaver", "ProgressBar",
     "MovingAverageSummary", "MergeAllSummaries", "SimpleMovingAverage", "PeriodicTrigger", "PeriodicCallback",
-    "EnableCallbackIf", "SessionRunTimeout"
+    "EnableCallbackIf", "SessionRunTimeout", "StartProcOrThread", "TensorPrinter", "SendStat",
+    "InjectShell", "SendMonitorData"
 ]
+
+__all__ += stand_in_names(__name__)
 
 __getattr__ = unprovided(__name__)

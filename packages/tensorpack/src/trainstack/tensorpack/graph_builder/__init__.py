@@ -2,8 +2,10 @@
 from trainstack.tensorpack.tf1 import DataParallelBuilder
 from trainstack.towers import LeastLoadedDeviceSetter
 
-from .._replaced import unprovided
+from .._replaced import stand_in_names, unprovided
 
 __all__ = ["DataParallelBuilder", "LeastLoadedDeviceSetter"]
+
+__all__ += stand_in_names(__name__)
 
 __getattr__ = unprovided(__name__)

@@ -11,11 +11,13 @@ from trainstack.inputs import (
     TFDatasetInput,
 )
 
-from .._replaced import unprovided
+from .._replaced import stand_in_names, unprovided
 
 __all__ = [
     "FeedInput", "FeedfreeInput", "QueueInput", "BatchQueueInput", "DummyConstantInput", "TensorInput",
     "TFDatasetInput", "StagingInput", "InputSource"
 ]
+
+__all__ += stand_in_names(__name__)
 
 __getattr__ = unprovided(__name__)

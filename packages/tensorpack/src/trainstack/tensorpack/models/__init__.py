@@ -26,7 +26,7 @@ from trainstack.tensorpack.tf1 import (
     regularize_cost,
 )
 
-from .._replaced import unprovided
+from .._replaced import stand_in_names, unprovided
 
 __all__ = [
     "BatchNorm", "BatchRenorm", "layer_register", "VariableHolder", "disable_layer_logging", "Conv2D", "Deconv2D",
@@ -34,5 +34,7 @@ __all__ = [
     "MaxPooling", "FixedUnPooling", "AvgPooling", "GlobalAvgPooling", "regularize_cost", "l2_regularizer",
     "l1_regularizer", "Dropout", "ConcatWith"
 ]
+
+__all__ += stand_in_names(__name__)
 
 __getattr__ = unprovided(__name__)

@@ -7,8 +7,10 @@ from trainstack.towers import (
     SimpleDatasetPredictor,
 )
 
-from .._replaced import unprovided
+from .._replaced import stand_in_names, unprovided
 
 __all__ = ["OnlinePredictor", "OfflinePredictor", "PredictConfig", "DatasetPredictorBase", "SimpleDatasetPredictor"]
+
+__all__ += stand_in_names(__name__)
 
 __getattr__ = unprovided(__name__)

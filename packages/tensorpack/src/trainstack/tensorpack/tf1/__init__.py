@@ -16,7 +16,8 @@ modules and the tests that prove them):
 - recording.py  custom trainers that build their graph in ``__init__`` (GAN trainers)
 - step_counter.py ``get_global_step_var``
 - regularize.py ``regularize_cost``, ``l2_regularizer``, ``l1_regularizer``
-- aliases.py    ``tfv1``, ``get_num_gpu``, ``KerasPhaseCallback``
+- aliases.py    ``get_num_gpu``, ``KerasPhaseCallback``
+- compat_v1.py  ``tfv1``: ``tf.compat.v1`` with TF1's ``tf.layers`` (``layers/tf_layers.py``)
 - data_parallel.py ``DataParallelBuilder.call_for_each_tower`` (towers under this layer's TowerContext)
 - variable_scopes.py ``auto_reuse_variable_scope``, ``under_variable_scope``
 - legacy/       the older trainer API (tensorpack's 003 documents)
@@ -25,7 +26,8 @@ modules and the tests that prove them):
 Code outside the room reaches it only through this module's names. Nothing here is
 engaged at import: only these classes' hooks enter the room, in the thread that traces.
 """
-from .aliases import KerasPhaseCallback, get_num_gpu, tfv1
+from .aliases import KerasPhaseCallback, get_num_gpu
+from .compat_v1 import tfv1
 from .data_parallel import DataParallelBuilder
 from .distributed_trainers import DistributedTrainerParameterServer, DistributedTrainerReplicated, HorovodTrainer
 from .feedfree import FeedfreeTrainerBase, SimpleFeedfreeTrainer, SingleCostFeedfreeTrainer
@@ -64,7 +66,7 @@ from .model_desc import ModelDesc, ModelDescBase
 from .recording import GraphBuildError, GraphOp, minimize
 from .regularize import l1_regularizer, l2_regularizer, regularize_cost
 from .room import emulation
-from .step_counter import get_global_step_var
+from .step_counter import get_global_step_var, last_trainer
 from .summaries import add_param_summary
 from .switch import TF1CallError
 from .tower import TowerContext, TowerFunc
@@ -91,7 +93,7 @@ __all__ = [
     "SimpleTrainer", "QueueInputTrainer", "NoOpTrainer", "MultiGPUTrainerBase", "SyncMultiGPUTrainerReplicated",
     "SyncMultiGPUTrainerParameterServer", "SyncMultiGPUTrainer", "AsyncMultiGPUTrainer", "apply_grad_processors",
     "HorovodTrainer", "DistributedTrainerReplicated", "DistributedTrainerParameterServer", "minimize", "GraphOp", "GraphBuildError",
-    "add_param_summary", "regularize_cost", "l2_regularizer", "l1_regularizer", "get_global_step_var",
+    "add_param_summary", "regularize_cost", "l2_regularizer", "l1_regularizer", "get_global_step_var", "last_trainer",
     "tfv1", "get_num_gpu", "KerasPhaseCallback", "DataParallelBuilder",
     "auto_reuse_variable_scope", "under_variable_scope",
     "FeedfreeTrainerBase", "SingleCostFeedfreeTrainer", "SimpleFeedfreeTrainer", "legacy_get_predictor",

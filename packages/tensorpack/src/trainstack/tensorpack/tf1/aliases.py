@@ -1,6 +1,5 @@
 """tensorpack names a ported script still uses, and what they are in TensorFlow 2.
 
-- ``tfv1``: ``tf.compat.v1`` (tensorpack's ``tensorpack.compat.tfv1``).
 - :func:`get_num_gpu`: the GPUs ``CUDA_VISIBLE_DEVICES`` lists, else those TensorFlow sees.
 - :class:`KerasPhaseCallback`: kept so that ported Keras-in-tensorpack scripts
   run; it does nothing (see its docstring).
@@ -22,15 +21,9 @@ from trainstack.loop import Callback
 
 from .switch import Frame, Patch, TF1CallError
 
-__all__ = ["tfv1", "get_num_gpu", "KerasPhaseCallback", "PATCHES"]
+__all__ = ["get_num_gpu", "KerasPhaseCallback", "PATCHES"]
 
 logger = logging.getLogger("trainstack.tensorpack")
-
-#: ``tf.compat.v1``, as tensorpack's ``tfv1``. Its graph-mode parts (sessions, placeholders,
-#: ``get_variable``, collections other than the model's variables') do not work in a trainstack
-#: step; see docs/porting.md.
-tfv1 = tf.compat.v1
-
 
 def get_num_gpu() -> int:
     """The number of GPUs, counted as tensorpack's ``get_num_gpu`` did.

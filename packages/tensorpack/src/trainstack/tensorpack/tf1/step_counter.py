@@ -15,15 +15,17 @@ from typing import Any
 
 import tensorflow as tf
 
+from trainstack.callbacks.eager_state import eager_state
 from trainstack.loop import Callback
 from trainstack.towers import TowerTrainer, get_current_tower_context
 
 from . import switch
 
-__all__ = ["get_global_step_var", "GlobalStepView", "step_mirror", "advance_in_graph", "mirror_step_of"]
+__all__ = ["get_global_step_var", "GlobalStepView", "step_mirror", "advance_in_graph", "mirror_step_of", "last_trainer"]
 
 
 _step_var: tf.Variable | None = None
+_last_trainer: weakref.ref[Any] | None = None
 #: the tower functions of this layer's trainers, whose training towers may read the step
 _mirrored: weakref.WeakSet[Any] = weakref.WeakSet()
 
@@ -66,9 +68,17 @@ class _GlobalStepMirror(Callback):
         self._variable.assign(self.trainer.loop.global_step)
 
 
+def last_trainer() -> Any:
+    """The last of this layer's trainers whose callbacks were set up (the one training now), or None."""
+    return None if _last_trainer is None else _last_trainer()
+
+
 def step_mirror(trainer: Any) -> Callback | None:
     """The callback that keeps the step variable equal to ``trainer.global_step``: for every
-    TowerTrainer once some code asked for the step (one assign per step); none before."""
+    TowerTrainer once some code asked for the step (one assign per step); none before.
+    Records ``trainer`` as :func:`last_trainer`."""
+    global _last_trainer
+    _last_trainer = weakref.ref(trainer)
     if _step_var is None or not isinstance(trainer, TowerTrainer):
         return None
     return _GlobalStepMirror(_step_var)
@@ -135,7 +145,7 @@ def get_global_step_var() -> Any:
     global _step_var
     _check_mirrored()
     if _step_var is None:
-        with tf.init_scope():
+        with eager_state():
             _step_var = tf.Variable(0, dtype=tf.int64, trainable=False, name="global_step")
     if tf.inside_function():
         return tf.identity(_step_var.read_value(), name="global_step")

@@ -23,7 +23,7 @@ from trainstack.tensorpack.tf1 import (
 )
 from trainstack.towers import AutoResumeTrainConfig, TrainConfig, launch_train_with_config
 
-from .._replaced import unprovided
+from .._replaced import stand_in_names, unprovided
 
 __all__ = [
     "StopTraining", "Trainer", "TrainConfig", "AutoResumeTrainConfig", "DEFAULT_CALLBACKS", "DEFAULT_MONITORS",
@@ -32,5 +32,7 @@ __all__ = [
     "SyncMultiGPUTrainerParameterServer", "AsyncMultiGPUTrainer", "DistributedTrainerParameterServer",
     "DistributedTrainerReplicated", "HorovodTrainer"
 ]
+
+__all__ += stand_in_names(__name__)
 
 __getattr__ = unprovided(__name__)

@@ -91,7 +91,7 @@ class DataParallelInferenceRunner(InferenceRunner):
                     outputs.append(([handle.get_tensors(names) for names in fetches], batch_size))
             return outputs
 
-        step = tf.function(infer, input_signature=[source.feed_signature()])
+        step = tf.function(infer, input_signature=[source.feed_signature()], autograph=False)
         step.get_concrete_function()  # trace now: a bad name or a new variable fails here
         return step
 

@@ -28,6 +28,8 @@ from collections.abc import Sequence
 
 import tensorflow as tf
 
+from trainstack.callbacks import tf_private
+
 from .predict_config import OfflinePredictor, PredictConfig
 
 __all__ = ["ModelExporter", "export_saved_model"]
@@ -50,7 +52,7 @@ class _Servable(tf.Module):
         def serve(*inputs: tf.Tensor) -> dict[str, tf.Tensor]:
             return dict(zip(output_names, predict(*inputs)))
 
-        self.serve = tf.function(serve, input_signature=list(predictor.input_signature))
+        self.serve = tf.function(serve, input_signature=list(predictor.input_signature), autograph=False)
 
 
 class ModelExporter:
@@ -104,8 +106,6 @@ class ModelExporter:
             raise ValueError("export_compact(toco_compatible=True) only applies with optimize=True")
         if not self.config.input_names:
             raise ValueError("export_compact needs at least one input in PredictConfig(input_names=...)")
-        from tensorflow.python.framework.convert_to_constants import convert_variables_to_constants_v2
-
         predictor = OfflinePredictor(self.config)
         predict = predictor.tf_function
         node_names = [name[:-2] if name.endswith(":0") else name for name in predictor.output_names]
@@ -117,17 +117,15 @@ class ModelExporter:
             made[:] = [t.op.name for t in outputs]
             return outputs
 
-        concrete = tf.function(named_outputs, input_signature=list(predictor.input_signature))
-        frozen = convert_variables_to_constants_v2(concrete.get_concrete_function())
+        concrete = tf.function(named_outputs, input_signature=list(predictor.input_signature), autograph=False)
+        frozen = tf_private.convert_variables_to_constants(concrete.get_concrete_function())
         if made != node_names:
             raise ValueError(f"export_compact: outputs {node_names} cannot all be graph nodes of their own "
                              f"name (TensorFlow made {made}); output names must be distinct from the "
                              "input names and be valid op names")
         graph_def = frozen.graph.as_graph_def()
         if optimize:
-            from tensorflow.python.tools import optimize_for_inference_lib
-
-            graph_def = optimize_for_inference_lib.optimize_for_inference(
+            graph_def = tf_private.optimize_for_inference(
                 graph_def, list(self.config.input_names), node_names,
                 [s.dtype.as_datatype_enum for s in predictor.input_signature], toco_compatible)
         path = os.fspath(filename)

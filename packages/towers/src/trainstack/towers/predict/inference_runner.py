@@ -149,7 +149,7 @@ class InferenceRunner(Callback):
             batch_size = tf.shape(batched[0])[0] if batched else tf.constant(-1)
             return values, batch_size
 
-        self._infer = tf.function(infer, input_signature=[source.feed_signature()])
+        self._infer = tf.function(infer, input_signature=[source.feed_signature()], autograph=False)
         logger.info("%s: building the inference tower %r%s ...", self.name, self.tower_name,
                     f" on {device}" if device else "")
         self._infer.get_concrete_function()  # trace now: a bad name or a new variable fails here

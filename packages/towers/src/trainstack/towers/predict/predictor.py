@@ -39,6 +39,7 @@ from trainstack.loop.checks import check_int
 
 from ..tower.context import TowerContext
 from ..tower.tower import TowerFunc
+from ..tower.variable_creation import trace_creating_variables
 
 __all__ = ["OnlinePredictor", "predict_device"]
 
@@ -105,7 +106,7 @@ class OnlinePredictor:
 
         placement = tf.device(device) if device else contextlib.nullcontext()
         with placement:
-            self._fn = tf.function(predict, input_signature=list(self.input_signature))
+            self._fn = tf.function(predict, input_signature=list(self.input_signature), autograph=False)
             # build now: a bad name, a new variable or an output that needs a left-out input fails here
             outputs = self._fn.get_concrete_function().structured_outputs
         self._refuse_outputs_of_left_out_inputs(outputs, filled)
@@ -127,7 +128,7 @@ class OnlinePredictor:
         placement = tf.device(self.device) if self.device else contextlib.nullcontext()
         with placement:
             if tower_func.first_tower is None:  # a new model: create its variables in a tf.function
-                tf.function(build, input_signature=signature).get_concrete_function()
+                trace_creating_variables(build, signature, type(self).__name__)
             # TensorFlow's own API: the one public way to prune a traced function at a tensor
             wrapped = tf.compat.v1.wrap_function(build, signature=signature)
         handle = tower_func.towers[tower_name]
@@ -178,7 +179,7 @@ class OnlinePredictor:
             return list(pruned(*args, *[values[n] for n in feeds]))
 
         with placement:
-            self._fn = tf.function(predict, input_signature=list(given_specs))
+            self._fn = tf.function(predict, input_signature=list(given_specs), autograph=False)
             self._fn.get_concrete_function()
 
     @property

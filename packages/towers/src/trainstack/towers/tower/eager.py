@@ -18,6 +18,8 @@ from typing import Any, TypeVar
 
 import tensorflow as tf
 
+from trainstack.callbacks import tf_private
+
 __all__ = ["check_eager_execution", "eager_execution", "runs_eagerly"]
 
 logger = logging.getLogger("trainstack.towers")
@@ -26,17 +28,13 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 
 def _eager_mode() -> Any:
-    # TensorFlow's own switch into eager mode (what tf.function's callers use); internal, but
-    # the only way out of a graph that a user made the default with Graph.as_default()
-    from tensorflow.python.eager import context  # noqa: PLC0415
-
-    return context.eager_mode()
+    # TensorFlow's own switch into eager mode: the only way out of a graph that a user made the
+    # default with Graph.as_default()
+    return tf_private.eager_mode()
 
 
 def _eager_disabled() -> bool:
-    from tensorflow.python.eager import context  # noqa: PLC0415
-
-    return context.default_execution_mode != context.EAGER_MODE
+    return tf_private.eager_execution_disabled()
 
 
 def check_eager_execution(who: str) -> None:

@@ -34,7 +34,7 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from trainstack.callbacks import add_moving_summary
+from trainstack.callbacks import add_moving_summary, tf_private
 
 from .model_desc import ModelDesc
 
@@ -153,11 +153,7 @@ class KerasModelDesc(ModelDesc):
         self._adopted = True
         with tf.init_scope():
             for variable in self.model.variables:
-                if getattr(variable, "_value", None) is None:  # deferred by a symbolic call
-                    variable._deferred_initialize()
-                else:
-                    value = np.array(variable._value.numpy())
-                    variable._initialize(lambda value=value: value)
+                tf_private.reinitialize_variable(variable)
 
 
 def _is_functional(model: keras.Model) -> bool:

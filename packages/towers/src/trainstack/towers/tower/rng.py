@@ -18,6 +18,8 @@ from typing import Any
 import keras
 import tensorflow as tf
 
+from trainstack.callbacks import tf_private
+
 __all__ = ["seed_generators", "rng_checkpoint"]
 
 
@@ -31,9 +33,8 @@ def seed_generators(owner: Any) -> list[keras.random.SeedGenerator]:
             found.setdefault(id(value), value)
         elif isinstance(value, keras.layers.Layer):
             # private Keras API: the layer tree and each layer's generators (no public view yet)
-            for layer in value._flatten_layers(include_self=True, recursive=True):
-                for generator in getattr(layer, "_seed_generators", ()):
-                    found.setdefault(id(generator), generator)
+            for generator in tf_private.layer_seed_generators(value):
+                found.setdefault(id(generator), generator)
         elif isinstance(value, (list, tuple)):
             for v in value:
                 visit(v)

@@ -38,8 +38,6 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import tensorflow as tf
-from tensorflow.python.eager import executor as _executor
-from tensorflow.python.eager.context import context as _eager_context
 
 from trainstack.callbacks import (
     SummaryCollection,
@@ -47,6 +45,7 @@ from trainstack.callbacks import (
     get_summary_collection,
     summary_collection_chosen,
     summary_collection_scope,
+    tf_private,
 )
 from trainstack.inputs.host_tensor import as_host_tensor
 
@@ -155,7 +154,7 @@ class TracedStep:
             traced.__name__ = f"{self.name}_{len(self._variants)}"
             signature = [self.feed_signature] + ([tf.TensorSpec([], tf.int32)] if self.multi_step else [])
             fn = tf.function(traced, input_signature=signature, jit_compile=self.jit_compile,
-                             autograph=True)
+                             autograph=False)
             self._opening.add(key)
             try:
                 self._concrete[key] = fn.get_concrete_function()
@@ -208,19 +207,23 @@ class TracedStep:
         """:meth:`_call_concrete` launched on the step's asynchronous executor; ``while_running``
         runs while the call computes, then the call is waited for. Its errors are raised here
         (and cleared from the executor, so that a later call starts clean), after
-        ``while_running``, which keeps its own errors for the next call (FeedInput does)."""
+        ``while_running``, which keeps its own errors for the next call (FeedInput does).
+        Without an asynchronous executor (a counted fallback, see ``tf_private``), the call
+        computes first and ``while_running`` runs after it."""
         if self._executor is None:
-            self._executor = _executor.new_executor(enable_async=True)
-        executor, context = self._executor, _eager_context()
-        previous = context.executor  # the thread's own executor, back as soon as the call is queued
-        context.executor = executor
-        try:
+            self._executor = tf_private.new_async_executor()
+        executor = self._executor
+        if executor is None:
             result = self._call_concrete(concrete, feeds, steps)
+            self.while_running()  # type: ignore[misc]  # set: the caller checked
+            return result
+        # the thread's own executor is back as soon as the call is queued
+        try:
+            with tf_private.executor_scope(executor):
+                result = self._call_concrete(concrete, feeds, steps)
         except BaseException:
             executor.clear_error()  # refused before it was queued: no error of it stays behind
             raise
-        finally:
-            context.executor = previous
         try:
             self.while_running()  # type: ignore[misc]  # set: the caller checked
         finally:
@@ -241,13 +244,13 @@ class TracedStep:
     def _call_concrete(self, concrete: Any, feeds: Mapping[str, Any], steps: tuple) -> Any:
         """Call a variant's trace with ``feeds`` (and the step count). Its arguments are known
         exactly, so they go in flat, as tensors, past the per-call matching of structured
-        arguments, which costs a small model a third of its step; TensorFlow versions without
-        ``ConcreteFunction._call_flat`` take the public call."""
-        call_flat = getattr(concrete, "_call_flat", None)
+        arguments, which costs a small model a third of its step; without the private flat call
+        (a counted fallback, see ``tf_private``) the public call."""
+        call_flat = tf_private.flat_caller(concrete)
         if call_flat is None:
             return concrete(dict(feeds), *steps)
         flat = [as_host_tensor(feeds[name], spec.dtype) for name, spec in self._flat_feeds]
-        return call_flat([*flat, *steps], concrete.captured_inputs)  # packs its outputs itself
+        return call_flat([*flat, *steps])  # packs its outputs itself
 
     def __call__(self, **feeds: Any) -> Any:
         """Run the plain step (no fetches) with ``feeds``; return its output."""

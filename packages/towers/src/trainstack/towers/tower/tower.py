@@ -45,7 +45,10 @@ Variables are named without the tower's name scope (``dense/kernel``, not
 from __future__ import annotations
 
 import contextlib
+import functools
+import inspect
 import logging
+import weakref
 from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager as ContextManager
 from typing import Any
@@ -214,7 +217,7 @@ class TowerFunc:
         handle = TowerHandle(ctx, inputs, self._signature)
         self._building_in_graph = not tf.executing_eagerly()
         with tf.variable_creator_scope(self._creator), self._tracing(ctx):
-            outputs = self.fn(*inputs)
+            outputs = _autograph(self.fn)(*inputs) if self._building_in_graph else self.fn(*inputs)
         handle.outputs = outputs
         self.towers._add(handle)
         if ctx.name == self._first_tower:
@@ -293,3 +296,27 @@ class TowerFunc:
 
     def __repr__(self) -> str:
         return f"TowerFunc({fn_name(self.fn)}, inputs={[s.name for s in self._signature]})"
+
+
+def _autograph(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """``fn`` converted by AutoGraph, so that its Python control flow on tensors becomes graph
+    control flow when it is traced: the user's tower function is, trainstack's traces around it
+    are not (their conversion cost seconds at start-up). Converted once per function."""
+    target = fn.__func__ if inspect.ismethod(fn) else fn
+    try:
+        converted = _CONVERTED[target]
+    except (KeyError, TypeError):
+        try:
+            converted = tf.autograph.to_graph(target)
+        except Exception as e:  # as tf.function does: trace it unconverted (e.g. no source code)
+            logger.warning("AutoGraph could not convert %s, which is traced as written (Python "
+                           "control flow on tensors will fail): %s", fn_name(fn), e)
+            converted = target
+        try:
+            _CONVERTED[target] = converted
+        except TypeError:  # not weakly referenceable: convert it again next time
+            pass
+    return functools.partial(converted, fn.__self__) if inspect.ismethod(fn) else converted
+
+
+_CONVERTED: weakref.WeakKeyDictionary[Any, Callable[..., Any]] = weakref.WeakKeyDictionary()

@@ -122,7 +122,7 @@ class MultiGPUTrainerBase(SingleCostTrainer):
         def inputs(feeds: Any) -> None:
             self._get_tower_inputs(feeds)
 
-        tf.function(inputs, input_signature=[self.input.feed_signature()]).get_concrete_function()
+        tf.function(inputs, input_signature=[self.input.feed_signature()], autograph=False).get_concrete_function()
 
     def _after_variables(self) -> None:
         """Called once the model's variables exist, before the optimizer's slots are made."""

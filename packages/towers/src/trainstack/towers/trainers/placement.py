@@ -16,6 +16,8 @@ from typing import Any
 import numpy as np
 import tensorflow as tf
 
+from trainstack.callbacks.eager_state import made_outside_traces
+
 from ..session.devices import resolve_devices
 
 __all__ = ["LeastLoadedDeviceSetter", "shared_variable_scope"]
@@ -82,7 +84,10 @@ class LeastLoadedDeviceSetter:
                 shape = np.shape(initial_value)
         num = tf.TensorShape(shape).num_elements() if shape is not None else None
         device = self.place(num, repr(kwargs.get("name")))
-        with tf.init_scope() if lift else contextlib.nullcontext(), tf.device(device):
+        if lift:
+            with tf.init_scope(), tf.device(device):
+                return made_outside_traces(next_creator, **kwargs)
+        with tf.device(device):
             return next_creator(**kwargs)
 
     # -- TF1 graphs: a device function ---------------------------------------------------------

@@ -41,26 +41,25 @@ which the trainer calls in the strategy's scope.
 from __future__ import annotations
 
 import contextlib
-import functools
 import logging
 from collections.abc import Callable, Sequence
 from typing import Any
 
 import tensorflow as tf
 
+from trainstack.callbacks import tf_private
 from trainstack.loop import Callback
 from trainstack.loop.checks import check_bool
 
 from ..session.devices import all_gpus
 from ..tower.gradproc import check_optimizer
 from ..tower.owner import frozen_variable_ids
+from ..tower.variable_creation import create_variables_outside_function
 from .multigpu import MultiGPUTrainerBase
 from .step_options import StepOptions
 from .tower_result import TowerResult
 
-# create_variables_outside_function: public for the trainers of other layers that build variables
-# in a tf.distribute strategy (trainstack.distributed's multi-worker and parameter-server trainers)
-__all__ = ["SyncMultiGPUTrainerReplicated", "SyncReplicas", "create_variables_outside_function"]
+__all__ = ["SyncMultiGPUTrainerReplicated", "SyncReplicas"]
 
 logger = logging.getLogger("trainstack.towers")
 
@@ -111,11 +110,11 @@ class SyncMultiGPUTrainerReplicated(MultiGPUTrainerBase):
     # -- setup ----------------------------------------------------------------------------------
     def _prepare(self) -> None:
         self._strategy = tf.distribute.MirroredStrategy(self.devices,
-                                                        cross_device_ops=self._cross_device_ops())
+                                                        cross_device_ops=self._make_cross_device_ops())
         logger.info("SyncMultiGPUTrainerReplicated: all-reduce mode %r (%s).", self.reduce_mode,
-                    type(self._strategy.extended._cross_device_ops).__name__)  # noqa: SLF001
+                    tf_private.cross_device_ops_name(self._strategy))
 
-    def _cross_device_ops(self) -> tf.distribute.CrossDeviceOps:
+    def _make_cross_device_ops(self) -> tf.distribute.CrossDeviceOps:
         mode = self.reduce_mode
         if mode == "nccl":
             return tf.distribute.NcclAllReduce()
@@ -127,12 +126,7 @@ class SyncMultiGPUTrainerReplicated(MultiGPUTrainerBase):
             return tf.distribute.ReductionToOneDevice(reduce_to_device=self.devices[0])
         # 'collective': the cross-device ops MultiWorkerMirroredStrategy uses, on our devices; TF
         # exports no public constructor for them
-        from tensorflow.python.distribute import cross_device_ops  # noqa: PLC0415
-
-        return cross_device_ops.CollectiveAllReduce(
-            devices=self.devices, group_size=len(self.devices),
-            options=tf.distribute.experimental.CommunicationOptions(),
-            collective_keys=_collective_keys())
+        return tf_private.collective_all_reduce(self.devices)
 
     def _wrap_opt_fn(self, get_opt_fn: Callable[[], Any] | None) -> Callable[[], Any] | None:
         if get_opt_fn is None:
@@ -157,8 +151,8 @@ class SyncMultiGPUTrainerReplicated(MultiGPUTrainerBase):
         return self.strategy.scope()
 
     def _after_variables(self) -> None:
-        optimizer_strategy = getattr(self._optimizer, "_distribution_strategy", self.strategy)
-        if self._optimizer is not None and optimizer_strategy is not self.strategy:
+        optimizer_strategy = tf_private.optimizer_strategy(self._optimizer) if self._optimizer is not None else None
+        if optimizer_strategy is not None and optimizer_strategy is not self.strategy:
             raise ValueError(
                 "SyncMultiGPUTrainerReplicated: the optimizer was created outside the trainer's "
                 "MirroredStrategy (e.g. a cached ModelDesc.get_optimizer() called before "
@@ -214,53 +208,7 @@ class SyncMultiGPUTrainerReplicated(MultiGPUTrainerBase):
         return results[0].cost
 
 
-@functools.cache
-def _collective_keys() -> Any:
-    """The process's one key allocator for collective all-reduces. Each CollectiveAllReduce
-    would otherwise number its device group 1, and a second trainer on another set of devices
-    would join the first one's group (TensorFlow: "joining a group with size 4, but that group
-    has size 2"); one allocator gives each set of devices its own group key."""
-    from tensorflow.python.distribute import cross_device_utils  # noqa: PLC0415
-
-    return cross_device_utils.CollectiveKeys()
-
-
-def _container(variable: tf.Variable) -> tf.Variable:
-    """The MirroredVariable a per-device copy belongs to (the variable itself otherwise)."""
-    container = getattr(variable, "_distributed_container", None)
-    return container() if callable(container) else variable
-
-
-def create_variables_outside_function(owner: str) -> Callable[..., Any]:
-    """A variable creator (for ``tf.variable_creator_scope``) that creates variables with an
-    initializer eagerly even while a function is traced.
-
-    A ``tf.distribute`` strategy initializes each copy from the first one (or from
-    worker 0), which it cannot do for a variable created inside a ``tf.function``
-    (TensorFlow cannot lift such an initializer out of the function); Keras layers
-    create their variables from initializer functions, which run as well outside.
-    ``owner`` (the trainer's name) goes into the error for a variable made from a
-    tensor computed in the tower function. Use it around the variables' creation::
-
-        with strategy.scope(), tf.variable_creator_scope(create_variables_outside_function("MyTrainer")):
-            ...  # build the model's variables
-    """
-    def create(next_creator: Callable[..., Any], **kwargs: Any) -> Any:
-        initial_value = kwargs.get("initial_value")
-        if callable(initial_value) or not tf.is_symbolic_tensor(initial_value):
-            with tf.init_scope():
-                return next_creator(**kwargs)
-        static = tf.get_static_value(initial_value)
-        if static is not None:
-            with tf.init_scope():
-                return next_creator(**{**kwargs, "initial_value": static})
-        raise ValueError(
-            f"{owner}: variable {kwargs.get('name')!r} is created from a tensor computed inside the "
-            "tower function, which a tf.distribute strategy cannot copy to every replica. Create it "
-            "with an initializer (a Keras layer's add_weight, or tf.Variable(lambda: ...)) or before "
-            "setup_graph")
-
-    return create
+_container = tf_private.distributed_container  # the MirroredVariable a per-device copy belongs to
 
 
 class SyncReplicas(Callback):
@@ -270,7 +218,7 @@ class SyncReplicas(Callback):
     def __init__(self, variables: Sequence[tf.Variable]) -> None:
         self.variables = list(variables)
         self.chief_only = False  # every process keeps its own replicas in sync
-        self._sync = tf.function(self._copy_first)
+        self._sync = tf.function(self._copy_first, autograph=False)
 
     def _copy_first(self) -> None:
         for v in self.variables:

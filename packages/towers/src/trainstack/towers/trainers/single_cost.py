@@ -40,6 +40,7 @@ from ..tower.model_desc import tower_func_of
 from ..tower.owner import frozen_variable_ids
 from ..tower.step import TracedStep
 from ..tower.tower import TowerFunc
+from ..tower.variable_creation import trace_creating_variables
 from .loss_scaling import loss_scale_optimizer
 from .nonfinite import NonFiniteCheck, apply_if_finite
 from .prefetch import OverlappedSteps
@@ -189,7 +190,7 @@ class SingleCostTrainer(TowerTrainer):
             found[:] = tape.watched_variables()
             return check_cost(cost, self.tower_func)
 
-        tf.function(build, input_signature=[self.input.feed_signature()]).get_concrete_function()
+        trace_creating_variables(build, [self.input.feed_signature()], type(self).__name__)
         frozen = frozen_variable_ids(self.tower_func.model_owner)
         self._trainable = [v for v in found if v.trainable and id(v) not in frozen]
         if self._trains and not self._trainable:

@@ -12,11 +12,13 @@ from trainstack.dataflow.dataset import (
     SVHNDigit,
 )
 
-from ..._replaced import unprovided
+from ..._replaced import stand_in_names, unprovided
 
 __all__ = [
     "BSDS500", "CifarBase", "Cifar10", "Cifar100", "ILSVRCMeta", "ILSVRC12", "ILSVRC12Files", "Mnist",
     "FashionMnist", "SVHNDigit"
 ]
+
+__all__ += stand_in_names(__name__)
 
 __getattr__ = unprovided(__name__)

@@ -53,7 +53,7 @@ from trainstack.dataflow.imgaug import (
     Transpose,
 )
 
-from ..._replaced import unprovided
+from ..._replaced import stand_in_names, unprovided
 
 __all__ = [
     "Augmentor", "ImageAugmentor", "AugmentorList", "PhotometricAugmentor", "ColorSpace", "Grayscale", "ToUint8",
@@ -65,5 +65,7 @@ __all__ = [
     "CenterPaste", "BackgroundFiller", "ConstantBackgroundFiller", "RandomPaste", "Transform", "ResizeTransform",
     "CropTransform", "FlipTransform", "TransformList", "TransformFactory"
 ]
+
+__all__ += stand_in_names(__name__)
 
 __getattr__ = unprovided(__name__)

@@ -23,6 +23,7 @@ name). One module per concept:
 - dropout.py     ``Dropout``
 - linear_wrap.py ``LinearWrap``, ``ConcatWith``
 - varreplace.py  ``custom_getter_scope``, ``remap_variables``, ``freeze_variables``
+- tf_layers.py   TF1's functional ``tf.layers`` (``conv2d``, ``dense``, ...), which ``tfv1.layers`` is
 """
 from .argscope import argscope, enable_argscope_for_function, enable_argscope_for_module, get_arg_scope
 from .batch_norm import BatchNorm

@@ -93,14 +93,24 @@ def enable_argscope_for_function(func: Callable, log_shape: bool = True) -> Call
 
 
 def enable_argscope_for_module(module: types.ModuleType, log_shape: bool = True) -> None:
-    """Make every function of ``module`` (one of the script's own) take argscope defaults.
+    """Make the functions of ``module`` take argscope defaults (those in its ``__all__`` when it
+    has one; a function already enabled is left as it is): ``tfv1.layers`` (TF1's ``tf.layers``,
+    as tensorpack's ``enable_argscope_for_module(tf.layers)``) or one of the script's own modules.
     TensorFlow's and Keras' modules are refused: the room replaces nothing in them."""
+    try:
+        name = module.__name__
+    except AttributeError:  # tf.compat.v1.layers: Keras 3's lazy module has no __name__
+        name = "tensorflow.compat.v1.layers"
     if not isinstance(module, types.ModuleType):
         raise TypeError(f"enable_argscope_for_module() takes a module, got {module!r}")
-    if module.__name__.split(".")[0] in ("tensorflow", "keras", "tf_keras"):
-        raise TypeError(f"enable_argscope_for_module({module.__name__}): trainstack replaces nothing in "
-                        "TensorFlow or Keras (tf.layers does not exist in TensorFlow 2); wrap the functions you "
-                        "use instead: conv = enable_argscope_for_function(my_conv)")
-    for name, obj in list(vars(module).items()):
-        if isinstance(obj, types.FunctionType):
-            setattr(module, name, enable_argscope_for_function(obj, log_shape=log_shape))
+    if name.split(".")[0] in ("tensorflow", "keras", "tf_keras"):
+        raise TypeError(f"enable_argscope_for_module({name}): trainstack replaces nothing in TensorFlow or Keras "
+                        "(TensorFlow 2's tf.compat.v1.layers has none of TF1's layer functions); for TF1's "
+                        "tf.layers use tfv1.layers (from trainstack.tensorpack import tfv1 as tf; "
+                        "enable_argscope_for_module(tf.layers)), or wrap your own functions: "
+                        "conv = enable_argscope_for_function(my_conv)")
+    names = getattr(module, "__all__", None)
+    for attr, obj in list(vars(module).items()):
+        if (isinstance(obj, types.FunctionType) and (names is None or attr in names)
+                and not getattr(obj, "__argscope_enabled__", False)):
+            setattr(module, attr, enable_argscope_for_function(obj, log_shape=log_shape))

@@ -1,26 +1,30 @@
-# ruff: noqa
-# tensorpack's examples/basics/cifar-convnet.py (tensorpack master 1547a54), a fixture of the port command's tests:
-# its import lines in tensorpack's forms (the example's `import tensorflow as tf` meant TensorFlow 1: here
-# it is tensorpack's own `from tensorpack.compat import tfv1 as tf`), its Model as written, the rest after
-# the example with some comments left out.
-
+#!/usr/bin/env python
+# File: cifar-convnet.py
+# Author: Yuxin Wu
 import argparse
 import os
+from tensorpack import tfv1 as tf
 
 from tensorpack import *
-from tensorpack.compat import tfv1 as tf
 from tensorpack.dataflow import dataset
 from tensorpack.tfutils.summary import *
 from tensorpack.utils.gpu import get_num_gpu
 
+
 """
 A small convnet model for Cifar10 or Cifar100 dataset.
+
+Cifar10 trained on 1 GPU:
+    91% accuracy after 50k iterations.
+    79 itr/s on P100
+
+Not a good model for Cifar100, just for demonstration.
 """
 
 
 class Model(ModelDesc):
     def __init__(self, cifar_classnum):
-        super().__init__()
+        super(Model, self).__init__()
         self.cifar_classnum = cifar_classnum
 
     def inputs(self):
@@ -126,7 +130,7 @@ def get_config(cifar_classnum):
 
 if __name__ == '__main__':
     parser = argparse.ArgumentParser()
-    parser.add_argument('--gpu', help='comma separated list of GPU(s) to use.', required=True)
+    parser.add_argument('--gpu', help='comma separated list of GPU(s) to use.')
     parser.add_argument('--load', help='load model')
     parser.add_argument('--classnum', help='10 for cifar10 or 100 for cifar100',
                         type=int, default=10)

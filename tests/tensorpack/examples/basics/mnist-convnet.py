@@ -1,11 +1,9 @@
-# ruff: noqa
-# tensorpack's examples/basics/mnist-convnet.py (tensorpack master 1547a54), a fixture of the port command's tests:
-# its import lines in tensorpack's forms (the example's `import tensorflow as tf` meant TensorFlow 1: here
-# it is tensorpack's own `from tensorpack.compat import tfv1 as tf`), its Model as written, the rest after
-# the example with some comments left out.
+#!/usr/bin/env python
+# -*- coding: utf-8 -*-
+# File: mnist-convnet.py
 
+from tensorpack import tfv1 as tf
 from tensorpack import *
-from tensorpack.compat import tfv1 as tf
 from tensorpack.dataflow import dataset
 from tensorpack.tfutils import summary
 
@@ -95,8 +93,13 @@ class Model(ModelDesc):
 
 
 def get_data():
+    # We don't need any fancy data loading for this simple example.
+    # See dataflow tutorial at https://tensorpack.readthedocs.io/tutorial/dataflow.html
     train = BatchData(dataset.Mnist('train'), 128)
     test = BatchData(dataset.Mnist('test'), 256, remainder=True)
+
+    train = PrintData(train)
+
     return train, test
 
 
@@ -114,8 +117,11 @@ if __name__ == '__main__':
     config = TrainConfig(
         model=Model(),
         # The input source for training. FeedInput is slow, this is just for demo purpose.
-        # In practice it's best to use QueueInput or others. See tutorials for details.
+        # In practice it's best to use QueueInput or others.
+        # See tutorial at https://tensorpack.readthedocs.io/tutorial/extend/input-source.html
         data=FeedInput(dataset_train),
+        # We use a few simple callbacks in this demo.
+        # See tutorial at https://tensorpack.readthedocs.io/tutorial/callback.html
         callbacks=[
             ModelSaver(),   # save the model after every epoch
             InferenceRunner(    # run inference(for validation) after every epoch
@@ -128,5 +134,7 @@ if __name__ == '__main__':
         steps_per_epoch=steps_per_epoch,
         max_epoch=100,
     )
-    # Use a simple trainer in this illustrative example
+    # Use a simple trainer in this demo.
+    # More trainers with multi-gpu or distributed functionalities are available.
+    # See tutorial at https://tensorpack.readthedocs.io/tutorial/trainer.html
     launch_train_with_config(config, SimpleTrainer())

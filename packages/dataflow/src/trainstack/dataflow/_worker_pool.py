@@ -5,8 +5,9 @@ and ``map_func`` are pickled with cloudpickle (:func:`pickle_payload`), which
 sends lambdas, closures and whatever is defined in ``__main__`` (the training
 script, a notebook, ``python -c``) by value, and everything from an importable
 module by reference, as pickle does. So no worker ever needs the main script:
-:func:`start_workers` starts them without it (it drops the main-module entries
-from multiprocessing's spawn preparation data for those processes only).
+:func:`start_workers` starts them without it: while it starts them, and only then,
+multiprocessing's spawn preparation data leaves out the main module for the processes
+this thread starts (see :func:`_main_left_out`).
 Otherwise, with the ``spawn`` start method, every worker would re-run the
 script as ``__mp_main__``, and a training script imports TensorFlow at its
 top: seconds per worker, half a gigabyte each. A worker imports just
@@ -52,7 +53,8 @@ if TYPE_CHECKING:
 logger = logging.getLogger("trainstack.dataflow")
 
 _spawning = threading.local()
-_hook_lock = threading.Lock()
+_start_lock = threading.Lock()  # one thread starts workers at a time (see _main_left_out)
+_pipe_lock = threading.Lock()  # guards _pipe_bytes
 
 
 @dataclasses.dataclass
@@ -77,13 +79,16 @@ def pickle_payload(obj: Any, what: str, who: str) -> bytes:
             f"them are not); pickling failed with {type(e).__name__}: {e}") from e
 
 
-def _install_preparation_hook() -> None:
-    """Wrap multiprocessing's ``spawn.get_preparation_data`` once, so that processes started
-    inside :func:`_without_main` do not re-run the main script; others are unaffected."""
-    with _hook_lock:
+@contextlib.contextmanager
+def _main_left_out() -> Iterator[None]:
+    """Inside this block, processes that this thread spawns do not re-run the main script.
+
+    multiprocessing's ``spawn.get_preparation_data`` is replaced by a wrapper for the block
+    only, and restored when it ends; the wrapper drops the main-module entries only for the
+    thread inside the block (other threads spawning meanwhile get the usual data). One thread
+    at a time enters (``_start_lock``), so that the replacement and the restoration pair up."""
+    with _start_lock:
         original = mp_spawn.get_preparation_data
-        if getattr(original, "_trainstack_wrapper", False):
-            return
 
         def get_preparation_data(name: str) -> dict[str, Any]:
             data = original(name)
@@ -92,22 +97,17 @@ def _install_preparation_hook() -> None:
                 data.pop("init_main_from_name", None)
             return data
 
-        get_preparation_data._trainstack_wrapper = True  # type: ignore[attr-defined]
-        get_preparation_data.__wrapped__ = original  # type: ignore[attr-defined]
         mp_spawn.get_preparation_data = get_preparation_data
-
-
-@contextlib.contextmanager
-def _without_main(enabled: bool) -> Iterator[None]:
-    if not enabled:
-        yield
-        return
-    _install_preparation_hook()
-    _spawning.without_main = True
-    try:
-        yield
-    finally:
-        _spawning.without_main = False
+        _spawning.without_main = True
+        try:
+            yield
+        finally:
+            _spawning.without_main = False
+            if mp_spawn.get_preparation_data is get_preparation_data:
+                mp_spawn.get_preparation_data = original
+            else:  # someone replaced it meanwhile: leave theirs, which may wrap ours
+                logger.warning("multiprocessing.spawn.get_preparation_data was replaced while trainstack "
+                               "started worker processes; leaving the replacement in place")
 
 
 def start_workers(who: str, start_method: str, target: Callable[..., None], worker_kwargs: list[dict[str, Any]],
@@ -117,24 +117,24 @@ def start_workers(who: str, start_method: str, target: Callable[..., None], work
     ctx = mp.get_context(start_method)
     workers: list[Worker] = []
     try:
-        with _without_main(True):
-            for i, kwargs in enumerate(worker_kwargs):
-                if duplex:
-                    mine, theirs = ctx.Pipe(duplex=True)
-                else:
-                    mine, theirs = ctx.Pipe(duplex=False)  # (reader, writer): only the worker writes
-                pipe_bytes = _enlarge_buffers(mine, theirs)
-                process = ctx.Process(target=target, kwargs={"conn": theirs, **kwargs},  # type: ignore[attr-defined]
-                                      name=f"trainstack-dataflow-worker-{i}", daemon=True)
-                try:
+        for i, kwargs in enumerate(worker_kwargs):
+            if duplex:
+                mine, theirs = ctx.Pipe(duplex=True)
+            else:
+                mine, theirs = ctx.Pipe(duplex=False)  # (reader, writer): only the worker writes
+            pipe_bytes = _enlarge_buffers(mine, theirs)
+            process = ctx.Process(target=target, kwargs={"conn": theirs, **kwargs},  # type: ignore[attr-defined]
+                                  name=f"trainstack-dataflow-worker-{i}", daemon=True)
+            try:
+                with _main_left_out():
                     process.start()
-                except BaseException:
-                    _release_pipe(pipe_bytes)
-                    mine.close()
-                    theirs.close()
-                    raise
-                theirs.close()  # the worker's exit then reads as EOF here
-                workers.append(Worker(i, process, mine, pipe_bytes=pipe_bytes))
+            except BaseException:
+                _release_pipe(pipe_bytes)
+                mine.close()
+                theirs.close()
+                raise
+            theirs.close()  # the worker's exit then reads as EOF here
+            workers.append(Worker(i, process, mine, pipe_bytes=pipe_bytes))
     except BaseException:
         stop_workers(workers)
         raise
@@ -151,7 +151,7 @@ def start_workers(who: str, start_method: str, target: Callable[..., None], work
 _CONN_BUFFER_BYTES = 1 << 20
 _PIPE_BUDGET_BYTES = 16 << 20
 _F_SETPIPE_SZ = getattr(fcntl, "F_SETPIPE_SZ", 1031) if fcntl is not None else None
-_pipe_bytes = 0  # what the open enlarged pipes of this process hold (under _hook_lock)
+_pipe_bytes = 0  # what the open enlarged pipes of this process hold (under _pipe_lock)
 
 
 def _enlarge_buffers(mine: Connection, theirs: Connection) -> int:
@@ -166,7 +166,7 @@ def _enlarge_buffers(mine: Connection, theirs: Connection) -> int:
             if stat.S_ISFIFO(mode):
                 if _F_SETPIPE_SZ is None or not sys.platform.startswith("linux"):
                     return 0
-                with _hook_lock:
+                with _pipe_lock:
                     if _pipe_bytes + _CONN_BUFFER_BYTES > _PIPE_BUDGET_BYTES:
                         return 0
                     size = fcntl.fcntl(fd, _F_SETPIPE_SZ, _CONN_BUFFER_BYTES)
@@ -186,7 +186,7 @@ def _enlarge_buffers(mine: Connection, theirs: Connection) -> int:
 
 def _release_pipe(size: int) -> None:
     global _pipe_bytes
-    with _hook_lock:
+    with _pipe_lock:
         _pipe_bytes = max(0, _pipe_bytes - size)
 
 

@@ -24,7 +24,7 @@ import threading
 import time
 import traceback
 from collections.abc import Callable, Iterator
-from multiprocessing import parent_process
+from multiprocessing import current_process, parent_process
 from multiprocessing.connection import Connection, wait
 from typing import Any
 
@@ -38,8 +38,8 @@ from .codec import (
     results_frame,
     send_frame,
 )
-from .errors import EmptyDataFlowError, FrameError
-from .protocol import reset_dataflow
+from .errors import FrameError
+from .protocol import EmptyPasses, reset_dataflow
 
 
 class _TrainerGone(Exception):
@@ -47,12 +47,14 @@ class _TrainerGone(Exception):
 
 
 def run_worker(conn: Connection, payload: bytes, index: int, count: int, sharded: bool,
-               seed: int | None, forbid_empty_pass: bool = False) -> None:
+               seed: int | None, max_empty_passes: int | None = None) -> None:
     """Worker ``index`` of ``count``: unpickle ``(dataflow, worker_factory, map_func)`` from
     ``payload`` and send the worker's datapoints through ``conn`` until the trainer goes away.
 
     ``sharded``: keep the datapoints ``k % count == index`` of each pass. ``seed``: given to
     :func:`fix_rng_seed` before ``reset_state`` (None: this process seeds on its own).
+    ``max_empty_passes``: how many passes in a row may yield nothing before the worker fails with
+    :class:`EmptyDataFlowError` (None: any number; an empty pass is then just an empty pass).
     """
     def work() -> Iterator[tuple[bytes, list[memoryview]]]:
         dataflow, worker_factory, map_func = pickle.loads(payload)
@@ -60,7 +62,7 @@ def run_worker(conn: Connection, payload: bytes, index: int, count: int, sharded
         if worker_factory is not None:
             dataflow = worker_factory(index, count)
         reset_dataflow(dataflow)
-        return _frames(dataflow, index, count, sharded, map_func, forbid_empty_pass)
+        return _frames(dataflow, index, count, sharded, map_func, max_empty_passes)
 
     _serve(conn, index, count, work)
 
@@ -83,6 +85,10 @@ def run_map_worker(conn: Connection, payload: bytes, index: int, count: int, see
 def _serve(conn: Connection, index: int, count: int,
            work: Callable[[], Iterator[tuple[bytes, list[memoryview]]]]) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the trainer's: it stops the workers
+    # A worker may run a dataflow with workers of its own (MultiProcessRunnerZMQ over another
+    # runner, as tensorpack allows); multiprocessing forbids that to a daemonic process. Its own
+    # workers are daemonic and watch it, so they end with it all the same.
+    current_process().daemon = False
     _exit_with_parent()
     try:
         for frame, buffers in work():
@@ -147,8 +153,9 @@ class _Chunk:
 
 def _frames(dataflow: Any, index: int, count: int, sharded: bool,
             map_func: Callable[[Any], Any] | None,
-            forbid_empty_pass: bool) -> Iterator[tuple[bytes, list[memoryview]]]:
+            max_empty_passes: int | None) -> Iterator[tuple[bytes, list[memoryview]]]:
     """The frames of pass after pass; a sharded worker keeps datapoints ``k % count == index``."""
+    empty_passes = None if max_empty_passes is None else EmptyPasses("the dataflow", dataflow, max_empty_passes)
     for pass_num in itertools.count():
         empty = True
         chunk = _Chunk(pass_num)
@@ -175,9 +182,8 @@ def _frames(dataflow: Any, index: int, count: int, sharded: bool,
             yield from chunk.take()  # what was made before the failure reaches the trainer before its error
             raise
         yield from chunk.take()
-        if empty and forbid_empty_pass:
-            raise EmptyDataFlowError(f"the dataflow {type(dataflow).__name__} yielded no datapoint in "
-                                     "a whole pass; a worker needs at least one datapoint per pass")
+        if empty_passes is not None:
+            empty_passes.end_pass(empty)
         yield encode_frame("end_of_pass", pass_num=pass_num), []
 
 

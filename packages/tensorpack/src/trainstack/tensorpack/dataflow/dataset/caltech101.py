@@ -1,0 +1,8 @@
+"""tensorpack 0.11's ``tensorpack.dataflow.dataset.caltech101``: stand-ins for ``Caltech101Silhouettes``,
+listed in ``_replaced``."""
+
+from ..._replaced import stand_in_names, unprovided
+
+__all__ = stand_in_names(__name__)
+
+__getattr__ = unprovided(__name__)

@@ -1,0 +1,7 @@
+"""tensorpack 0.11's ``tensorpack.graph_builder.model_desc``."""
+
+from .._replaced import unprovided
+
+__all__: list[str] = []
+
+__getattr__ = unprovided(__name__)

@@ -1,0 +1,36 @@
+"""``tfv1``, tensorpack's ``tensorpack.compat.tfv1``: ``tf.compat.v1`` with TF1's ``tf.layers``.
+
+Every attribute is ``tf.compat.v1``'s, read at each access (so the room's replacements of
+``tf.compat.v1.get_variable`` & co. while a tower is traced are what a script's ``tf.get_variable``
+calls), except ``layers``: TensorFlow 2.21's ``tf.compat.v1.layers`` is Keras 3's, which has none of
+TF1's layer functions, so ``tfv1.layers`` is the room's (``layers/tf_layers.py``).
+"""
+from __future__ import annotations
+
+import types
+from typing import Any
+
+import tensorflow as tf
+
+from .layers import tf_layers
+
+__all__ = ["tfv1"]
+
+
+class TFv1(types.ModuleType):
+    """``tf.compat.v1`` seen through one attribute of its own, ``layers``."""
+
+    layers = tf_layers
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(tf.compat.v1, name)
+
+    def __dir__(self) -> list[str]:
+        return sorted({*dir(tf.compat.v1), "layers"})
+
+    def __repr__(self) -> str:
+        return "<module 'tfv1': tf.compat.v1 with TF1's tf.layers (trainstack.tensorpack)>"
+
+
+#: tensorpack's ``tfv1``: ``tf.compat.v1``, with ``tfv1.layers`` TF1's functional layers
+tfv1 = TFv1("tfv1", __doc__)

@@ -1,0 +1,10 @@
+"""tensorpack 0.11's ``tensorpack.train.config``: its names from ``trainstack.callbacks``,
+``trainstack.towers``."""
+from trainstack.callbacks import DEFAULT_CALLBACKS, DEFAULT_MONITORS
+from trainstack.towers import AutoResumeTrainConfig, TrainConfig
+
+from .._replaced import unprovided
+
+__all__ = ["TrainConfig", "AutoResumeTrainConfig", "DEFAULT_CALLBACKS", "DEFAULT_MONITORS"]
+
+__getattr__ = unprovided(__name__)

@@ -1,0 +1,134 @@
+"""How many times the model is traced: once to create its variables, once per set of fetches
+of the training step, once per inference tower, never again while it trains. Counted by the
+tower function's Python calls (``TinyClassifier.contexts``), which do not depend on the
+machine's speed."""
+from __future__ import annotations
+
+import logging
+
+import numpy as np
+import pytest
+import tensorflow as tf
+from conftest import TinyClassifier, make_dataflow
+
+from trainstack.callbacks import ProcessTensors
+from trainstack.inputs import FeedInput, QueueInput, TFDatasetInput
+from trainstack.towers import (
+    InferenceRunner,
+    ScalarStats,
+    SimpleTrainer,
+    SyncMultiGPUTrainerReplicated,
+    TrainConfig,
+    launch_train_with_config,
+)
+
+
+def _dataset(batches: list) -> tf.data.Dataset:
+    x, y = (np.concatenate(part) for part in zip(*batches))
+    return tf.data.Dataset.from_tensor_slices((x, y)).batch(16).repeat()
+
+
+def _train(model, callbacks=(), trainer=None, **data) -> SimpleTrainer:
+    trainer = trainer or SimpleTrainer()
+    launch_train_with_config(TrainConfig(model=model, callbacks=list(callbacks), extra_callbacks=[],
+                                         monitors=[], steps_per_epoch=5, max_epoch=2, **data), trainer)
+    return trainer
+
+
+@pytest.mark.parametrize("data", ["dataflow", "feed", "queue", "dataset"])
+def test_the_model_is_traced_twice_in_all_once_for_its_variables_once_for_its_step(data):
+    model = TinyClassifier()
+    source = {"dataflow": lambda: {"dataflow": make_dataflow()},
+              "feed": lambda: {"data": FeedInput(make_dataflow())},
+              "queue": lambda: {"data": QueueInput(make_dataflow())},
+              "dataset": lambda: {"data": TFDatasetInput(_dataset(make_dataflow()))}}[data]()
+    trainer = _train(model, **source)
+    assert model.contexts == [("tower0", True)] * 2
+    assert trainer.train_op.trace_counts == {(): 1}
+    assert trainer.global_step == 10
+
+
+def test_a_callback_fetching_tensors_adds_one_trace_of_its_variant():
+    model, costs = TinyClassifier(), []
+    trainer = _train(model, [ProcessTensors(["cost"], costs.append)], dataflow=make_dataflow())
+    assert trainer.train_op.trace_counts == {(): 1, ("cost",): 1}
+    assert model.contexts == [("tower0", True)] * 3
+    assert len(costs) == 10 and costs[-1] < costs[0]
+
+
+def test_each_inference_tower_is_traced_once():
+    model = TinyClassifier()
+    trainer = _train(model, [InferenceRunner(make_dataflow(3), [ScalarStats("cost")])], dataflow=make_dataflow())
+    inference = [c for c in model.contexts if not c[1]]
+    assert inference == [("InferenceTower", False)]
+    assert trainer.monitors.get_latest("validation_cost") < 0.7
+    predict = trainer.get_predictor(["x"], ["logits"])
+    predict(make_dataflow(1)[0][0])
+    predict(make_dataflow(1)[0][0])
+    assert len([c for c in model.contexts if not c[1]]) == 2   # the predictor's tower, once
+
+
+def replicated_trace_counts(devices: list[str]) -> tuple[dict, list]:
+    """In the worker with several devices: a replicated trainer's step trace counts and the
+    towers its model built."""
+    model = TinyClassifier()
+    trainer = _train(model, trainer=SyncMultiGPUTrainerReplicated(devices[:2]), dataflow=make_dataflow())
+    return trainer.train_op.trace_counts, [name for name, _ in model.contexts]
+
+
+def test_replicated_towers_are_each_traced_once_per_step_variant(cpus):
+    import test_trace_counts  # noqa: PLC0415  # by module name, so the worker can import the case
+
+    counts, towers = cpus.run(test_trace_counts.replicated_trace_counts)
+    assert counts == {(): 1}
+    # twice for the variables (under a strategy, tf.function traces the creating trace again:
+    # see trainstack.towers.tower.variable_creation), then each tower once in the step
+    assert towers == ["tower0", "tower0", "tower0", "tower1"]
+
+
+class Branching(TinyClassifier):
+    """A tower function with Python control flow on a tensor, which AutoGraph converts."""
+
+    def build_graph(self, x, label):
+        cost = super().build_graph(x, label)
+        if tf.reduce_mean(x) > 1000.0:   # never true for this data: a tf.cond, not a Python bool
+            cost = cost * 0.0
+        return tf.identity(cost, name="branched_cost")
+
+
+def test_the_tower_function_is_still_converted_by_autograph():
+    """Unconverted, ``if <tensor>:`` in a graph raises; converted, it is a tf.cond that keeps the cost."""
+    model, costs = Branching(), []
+    trainer = _train(model, [ProcessTensors(["branched_cost"], costs.append)], dataflow=make_dataflow())
+    assert trainer.train_op.trace_counts == {(): 1, ("branched_cost",): 1}
+    assert len(costs) == 10 and 0 < costs[-1] < costs[0]
+
+
+class ComputedVariable(TinyClassifier):
+    """Creates a variable from a tensor it computes (allowed on a tower function's first call)."""
+
+    def build_graph(self, x, label):
+        if not hasattr(self, "offset"):
+            self.offset = tf.Variable(tf.random.normal([2]), name="offset")  # not a constant
+        return super().build_graph(x, label) + 0.0 * tf.reduce_sum(self.offset)
+
+
+def test_a_variable_made_from_a_computed_tensor_still_works():
+    model = ComputedVariable()
+    trainer = _train(model, dataflow=make_dataflow())
+    assert trainer.global_step == 10 and trainer.train_op.trace_counts == {(): 1}
+    assert model.offset.shape == (2,) and model.fc.kernel.shape == (4, 2)
+    # the scratch trace stopped at the computed initial value; a tf.function traced it twice
+    assert len(model.contexts) == 3
+
+
+def test_a_tower_function_without_source_is_traced_as_written(caplog):
+    namespace: dict = {}
+    exec("def build_graph(self, x, label):\n    return TinyClassifier.build_graph(self, x, label)\n",
+         {"TinyClassifier": TinyClassifier}, namespace)
+    Exec = type("Exec", (TinyClassifier,), {"build_graph": namespace["build_graph"]})
+    with caplog.at_level(logging.WARNING, logger="trainstack.towers"):
+        trainer = _train(Exec(), dataflow=make_dataflow())
+    assert trainer.global_step == 10
+    warned = [r.getMessage() for r in caplog.records if "AutoGraph could not convert" in r.getMessage()]
+    assert len(warned) == 1
