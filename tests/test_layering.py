@@ -180,10 +180,7 @@ PRIVATE_TF = ("tensorflow.python", "tensorflow.core", "tf.__internal__", "keras.
               "_cross_device_ops", "_learning_rate", "_distribution_strategy", "update_checkpoint_state_internal",
               "import EagerTensor", "context.executor")
 #: known uses outside tf_private, in a module another change is splitting (its wrapper is in tf_private)
-KNOWN_PRIVATE_TF = {
-    "packages/towers/src/trainstack/towers/trainers/trainer.py": {
-        "tf.__internal__": "tf_private.Trackable", "_distribution_strategy": "tf_private.optimizer_strategy"},
-}
+KNOWN_PRIVATE_TF: dict[str, dict[str, str]] = {}
 
 
 def test_the_core_reaches_tensorflow_internals_only_through_tf_private():

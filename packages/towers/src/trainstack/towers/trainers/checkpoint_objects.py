@@ -13,8 +13,8 @@ from collections.abc import Mapping
 from typing import Any
 
 import keras
-import tensorflow as tf
 
+from trainstack.callbacks import tf_private
 from trainstack.callbacks.checkpoint_layout import SAVER_KEYS
 
 from ..tower.gradproc import ProcessedOptimizer, unwrap_optimizer
@@ -73,7 +73,7 @@ class DeclaredCheckpoint:
                                  "by its owner: ModelDesc.checkpoint_objects() or TowerFunc(owner=...); "
                                  f"{sorted(SAVER_KEYS)} are the savers'); choose another")
             obj = unwrap_optimizer(self._adapt_optimizer(obj))[0]  # the Keras optimizer (of a wrapper)
-            if not isinstance(obj, tf.__internal__.tracking.Trackable):
+            if not isinstance(obj, tf_private.Trackable):
                 raise TypeError(f"{who}: {key}={obj!r:.80} is {type(obj).__name__}, which a checkpoint "
                                 "cannot hold; expected a Keras optimizer, a tf.Variable or a tf.Module")
             checked[key] = obj

@@ -6,6 +6,8 @@ from typing import Any
 
 import keras
 
+from trainstack.callbacks import tf_private
+
 __all__ = ["loss_scale_optimizer"]
 
 
@@ -25,6 +27,6 @@ def loss_scale_optimizer(optimizer: Any, who: str, has_grad_processors: bool) ->
             "keras.config.set_dtype_policy('mixed_float16') before creating the model's layers")
     if isinstance(optimizer, keras.optimizers.LossScaleOptimizer):
         return optimizer
-    strategy = getattr(optimizer, "_distribution_strategy", None)
+    strategy = tf_private.optimizer_strategy(optimizer)
     with strategy.scope() if strategy is not None else contextlib.nullcontext():
         return keras.optimizers.LossScaleOptimizer(optimizer)
