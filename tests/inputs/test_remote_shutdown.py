@@ -210,7 +210,8 @@ def test_a_burst_of_silent_peers_does_not_delay_a_client(no_leaks, logs, run_wit
 def send_random_bytes(address) -> None:
     with raw_connection(address) as sock:
         sock.sendall(random.Random(0).randbytes(64))  # its first 4 bytes are read as a length: then no digest
-        sock.shutdown(socket.SHUT_WR)
+        with contextlib.suppress(OSError):  # the server may have refused the length and closed already
+            sock.shutdown(socket.SHUT_WR)
         assert dropped_by_server(sock)
 
 
