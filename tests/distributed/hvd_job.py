@@ -29,7 +29,7 @@ import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
 from trainstack.callbacks import ModelSaver, set_logger_dir  # noqa: E402
-from trainstack.loop import Callback, StepWatchdog  # noqa: E402
+from trainstack.loop import Callback, StepWatchdog, TrainingInterrupted  # noqa: E402
 from trainstack.towers import ModelDesc  # noqa: E402
 
 FEATURES, BATCH, LEARNING_RATE = 4, 16, 0.5
@@ -129,6 +129,9 @@ def main() -> None:
         trainer.train_with_defaults(callbacks=[ModelSaver(), Record(model, args.out, rank, kill, args.kill_signal),
                                                *watchdog],
                                     steps_per_epoch=len(data), max_epoch=args.epochs)
+    except TrainingInterrupted as e:  # a stop by a signal, not an error: the script exits with its status
+        report["interrupted"] = {"exit_code": e.exit_code, "message": str(e)[:500]}
+        raise
     except Exception as e:  # noqa: BLE001 - recorded for the test, then re-raised
         report["error"] = {"type": type(e).__name__, "message": str(e)[:500], "time": time.time()}
         raise

@@ -232,6 +232,7 @@ def test_a_signal_on_one_rank_stops_every_rank_after_the_same_step_and_the_chief
     results = [report(tmp_path, r) for r in range(2)]
     assert [r["steps"] for r in results] == [4, 4], results
     assert not any("error" in r for r in results), results
+    assert [r["interrupted"]["exit_code"] for r in results] == [128 + 15, status], results
     assert load_loop_state(tmp_path / "logs")["global_step"] == 4
     assert "received by another process" in logs[0]
     # one numbering (the checkpoint's) and the hint that applies to the signal sent
