@@ -28,7 +28,7 @@ import tensorflow as tf  # noqa: E402
 from trainstack.callbacks import JSONWriter  # noqa: E402
 from trainstack.distributed import HorovodTrainer  # noqa: E402
 from trainstack.inputs import FeedInput  # noqa: E402
-from trainstack.towers import SaverRestore, SimpleTrainer  # noqa: E402
+from trainstack.towers import CheckpointInit, SimpleTrainer  # noqa: E402
 
 JOB = Path(__file__).with_name("hvd_job.py")
 _spec = importlib.util.spec_from_file_location("hvd_job", JOB)
@@ -178,7 +178,7 @@ def test_checkpoint_of_the_2_process_run_restores_into_simple_trainer(run):
     trainer.setup_graph(model.get_input_signature(), FeedInput(job.make_batches(2)), model.build_graph,
                         model.get_optimizer)
     trainer.setup_callbacks([], [])
-    trainer.initialize(session_init=SaverRestore(tf.train.latest_checkpoint(str(run / "logs"))))
+    trainer.initialize(session_init=CheckpointInit(tf.train.latest_checkpoint(str(run / "logs"))))
     for got, want in zip(job.weights(model), rank_weights(run, 0)["final"]):
         np.testing.assert_array_equal(got, want)
     assert int(trainer.optimizer.iterations.numpy()) == EPOCHS * BATCHES // 2

@@ -5,6 +5,7 @@ import warnings
 
 import numpy as np
 import pytest
+import tensorflow as tf
 
 from trainstack.inputs import FeedInput, QueueInput
 from trainstack.tensorpack.tf1 import (
@@ -13,10 +14,10 @@ from trainstack.tensorpack.tf1 import (
     SimpleFeedfreeTrainer,
     SimpleTrainer,
     SingleCostFeedfreeTrainer,
+    TrainConfig,
     legacy_get_predictor,
 )
 from trainstack.tensorpack.tf1.legacy.compat import train_legacy
-from trainstack.towers import TrainConfig
 
 
 def config_of(model, df, **kwargs):
@@ -113,3 +114,16 @@ def test_legacy_get_predictor_uses_predict_tower(model, make_df):
     trainer.train()
     first = legacy_get_predictor(trainer, ["x"], ["logits"])
     assert first is trainer.get_predictor(["x"], ["logits"], device=0)
+
+
+def test_queue_input_trainer_queues_a_dataflow_or_a_feed_input(model, dataflow, setup):
+    """tensorpack's QueueInputTrainer (the core's trainers take a ``QueueInput(dataflow)`` instead): a
+    dataflow or a FeedInput goes through a QueueInput of ``input_queue`` elements, and it trains."""
+    trainer = setup(QueueInputTrainer(input_queue=4), model, FeedInput(dataflow))
+    assert isinstance(trainer.input, QueueInput) and trainer.input.queue_size == 4
+    with pytest.raises(TypeError, match="capacity"):
+        QueueInputTrainer(input_queue=tf.queue.FIFOQueue(3, [tf.float32]))
+    trainer = setup(QueueInputTrainer(), model, dataflow)
+    assert type(trainer.input) is QueueInput and trainer.input.size() == len(dataflow)
+    trainer.train_with_defaults(steps_per_epoch=10, max_epoch=3, extra_callbacks=[], monitors=[])
+    assert int(trainer.optimizer.iterations.numpy()) == 30

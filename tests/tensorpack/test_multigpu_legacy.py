@@ -13,13 +13,9 @@ import pytest
 import tensorflow as tf
 
 from trainstack.inputs import QueueInput, StagingInput
-from trainstack.tensorpack.tf1 import MultiGPUTrainerBase, SyncMultiGPUTrainerReplicated
-from trainstack.towers import (
-    LeastLoadedDeviceSetter,
-    TrainConfig,
-    apply_default_prefetch,
-    get_current_tower_context,
-)
+from trainstack.tensorpack.graph_builder.utils import LeastLoadedDeviceSetter
+from trainstack.tensorpack.tf1 import MultiGPUTrainerBase, SyncMultiGPUTrainerReplicated, TrainConfig
+from trainstack.towers import apply_default_prefetch, get_current_tower_context
 
 
 def config(**kwargs):
@@ -79,4 +75,4 @@ def test_least_loaded_device_setter_as_a_tf1_device_function():
 
 
 def test_least_loaded_device_setter_places_variables(cpus):
-    cpus.run(cases.least_loaded_setter)
+    cpus.run(cases.least_loaded_setter, tensorpack=True)

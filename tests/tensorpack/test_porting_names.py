@@ -11,6 +11,7 @@ import tensorflow as tf
 
 from trainstack.callbacks import MergeAllSummaries
 from trainstack.loop import Callback
+from trainstack.tensorpack.predict.dataset import SimpleDatasetPredictor
 from trainstack.tensorpack.tf1 import (
     DataParallelBuilder,
     ModelDesc,
@@ -22,13 +23,8 @@ from trainstack.tensorpack.tf1 import (
     l2_regularizer,
     regularize_cost,
 )
-from trainstack.towers import (
-    OfflinePredictor,
-    PredictConfig,
-    SimpleDatasetPredictor,
-    TrainConfig,
-    launch_train_with_config,
-)
+from trainstack.tensorpack.tfutils.sessinit import SaverRestore, SaverRestoreRelaxed, get_model_loader
+from trainstack.towers import OfflinePredictor, PredictConfig, SmartInit, TrainConfig, launch_train_with_config
 
 
 class Fetch(Callback):
@@ -193,6 +189,17 @@ def test_simple_dataset_predictor_predicts_each_datapoint(make_df):
         np.testing.assert_allclose(out[0], direct(x)[0], rtol=1e-6)
     first = next(pred.get_result())
     np.testing.assert_allclose(first[0], results[0][0])
+
+
+def test_saver_restore_and_get_model_loader_are_the_cores_initializers_by_tensorpacks_names():
+    """``SaverRestore`` is ``CheckpointInit`` under tensorpack's signature, whose ``prefix`` (a name scope)
+    is refused; ``SaverRestoreRelaxed`` skips mismatched shapes; ``get_model_loader`` is ``SmartInit``."""
+    from trainstack.towers import CheckpointInit
+
+    with pytest.raises(TypeError, match="prefix='tower0'.*object"):
+        SaverRestore("/nonexistent", prefix="tower0")
+    assert SaverRestoreRelaxed.__mro__[1:3] == (SaverRestore, CheckpointInit)
+    assert get_model_loader is SmartInit
 
 
 def test_data_parallel_builder_names_its_replacement():

@@ -12,14 +12,8 @@ import tensorflow as tf
 import tf1_layer_cases as cases  # by name (this folder is on sys.path, see conftest.py)
 
 from trainstack.loop import Callback
-from trainstack.towers import (
-    CheckpointInit,
-    OfflinePredictor,
-    PredictConfig,
-    ResumeError,
-    SaverRestoreRelaxed,
-    SmartInit,
-)
+from trainstack.tensorpack.tfutils.sessinit import SaverRestoreRelaxed
+from trainstack.towers import CheckpointInit, OfflinePredictor, PredictConfig, ResumeError, SmartInit
 
 SLOTS = {"conv0/W/Momentum": np.full((3, 3, 1, 4), 0.5, "float32"),
          "fc0/W/Momentum": np.full((64, 3), 0.25, "float32"), "global_step": np.int64(300)}

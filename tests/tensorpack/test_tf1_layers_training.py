@@ -10,7 +10,8 @@ import tf1_layer_cases as cases  # by name: the multi-device worker imports it (
 
 from trainstack.callbacks import MergeAllSummaries, ModelSaver, MovingAverageSummary
 from trainstack.loop import Callback
-from trainstack.towers import OfflinePredictor, PredictConfig, SmartInit, get_model_loader
+from trainstack.tensorpack.tfutils.sessinit import get_model_loader
+from trainstack.towers import OfflinePredictor, PredictConfig, SmartInit
 
 MNIST_NAMES = ["conv0/W", "conv0/b", "conv1/W", "conv1/b", "conv1/bn/gamma", "conv1/bn/beta", "conv1/bn/mean/EMA",
                "conv1/bn/variance/EMA", "fc0/W", "fc0/b", "fc1/W", "fc1/b"]

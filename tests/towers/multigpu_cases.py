@@ -521,13 +521,12 @@ def legacy_constructors(devices: list[str], tmpdir: str) -> None:
     """The 003 constructors: TrainConfig first, towers from nr_tower/tower, train()."""
     import warnings
 
-    import trainstack.tensorpack.tf1 as tp  # the older forms are the tensorpack layer's trainers'
-    import trainstack.towers as towers
+    import trainstack.tensorpack.tf1 as tp  # the older forms are the tensorpack layer's trainers' and TrainConfig's
     from trainstack.inputs import StagingInput
 
     def config(**kwargs: Any) -> Any:
-        return towers.TrainConfig(dataflow=make_batches(6), model=make_model(), max_epoch=1,
-                                  steps_per_epoch=2, extra_callbacks=[], monitors=[], **kwargs)
+        return tp.TrainConfig(dataflow=make_batches(6), model=make_model(), max_epoch=1,
+                              steps_per_epoch=2, extra_callbacks=[], monitors=[], **kwargs)
 
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
@@ -553,13 +552,17 @@ def legacy_constructors(devices: list[str], tmpdir: str) -> None:
         raise AssertionError("nr_tower beyond the devices was accepted")
 
 
-def least_loaded_setter(devices: list[str]) -> None:
-    """LeastLoadedDeviceSetter as a context manager: variables by load, ops on the worker device."""
+def least_loaded_setter(devices: list[str], tensorpack: bool = False) -> None:
+    """LeastLoadedPlacement (``tensorpack``: the tensorpack layer's LeastLoadedDeviceSetter, its subclass) as
+    a context manager: variables by load, ops on the worker device."""
     import tensorflow as tf
 
-    from trainstack.towers import LeastLoadedDeviceSetter
+    if tensorpack:
+        from trainstack.tensorpack.graph_builder.utils import LeastLoadedDeviceSetter as Placement
+    else:
+        from trainstack.towers import LeastLoadedPlacement as Placement
 
-    setter = LeastLoadedDeviceSetter(devices[1], devices[:3])
+    setter = Placement(devices[1], devices[:3])
     with setter:
         a = tf.Variable(tf.zeros([10]))
         b = tf.Variable(tf.zeros([4]))

@@ -18,8 +18,6 @@ def test_defaults(model, dataflow):
     assert config.session_init is None and config.runtime is None
     assert (config.starting_epoch, config.max_epoch) == (1, 99999)
     assert config.steps_per_epoch == len(dataflow)
-    assert (config.nr_tower, config.tower, config.predict_tower) == (1, [0], [0])
-    assert not config.towers_given
 
 
 def test_steps_per_epoch_defaults_to_the_input_size(model, make_df):
@@ -91,13 +89,14 @@ def test_zero_steps_per_epoch(model, dataflow):
         TrainConfig(dataflow=dataflow, model=model, steps_per_epoch=0)
 
 
-def test_tf1_session_arguments_name_runtime_config(model, dataflow):
-    with pytest.raises(TypeError, match="RuntimeConfig"):
-        TrainConfig(dataflow=dataflow, model=model, session_config=tf.compat.v1.ConfigProto())
-    with pytest.raises(TypeError, match="RuntimeConfig"):
-        TrainConfig(dataflow=dataflow, model=model, session_creator=object())
-    # passing them as None is what tensorpack's defaults did: accepted
-    TrainConfig(dataflow=dataflow, model=model, session_config=None, session_creator=None)
+def test_tensorpacks_arguments_name_what_to_pass_and_the_tensorpack_layer(model, dataflow):
+    """The older form's towers and TF1's session arguments are trainstack.tensorpack's TrainConfig's
+    (tests/tensorpack/test_train_config.py); the core's names the replacements."""
+    for kwargs in ({"session_config": tf.compat.v1.ConfigProto()}, {"session_creator": None}, {"nr_tower": 2},
+                   {"tower": [0, 1]}, {"predict_tower": [0]}):
+        with pytest.raises(TypeError, match=r"tensorpack's arguments.*SyncMultiGPUTrainerReplicated\(gpus\).*"
+                                            r"runtime=RuntimeConfig.*from trainstack.tensorpack import TrainConfig"):
+            TrainConfig(dataflow=dataflow, model=model, **kwargs)
 
 
 def test_unknown_arguments_list_the_valid_ones(model, dataflow):
@@ -130,21 +129,6 @@ def test_session_init_is_resolved_when_the_config_is_built(model, dataflow, tmp_
     ckpt = tf.train.Checkpoint(v=tf.Variable(1.0)).save(str(tmp_path / "ckpt"))
     assert isinstance(TrainConfig(dataflow=dataflow, model=model, session_init=ckpt).session_init,
                       CheckpointInit)
-
-
-def test_legacy_tower_arguments(model, dataflow):
-    config = TrainConfig(dataflow=dataflow, model=model, nr_tower=2)
-    assert (config.nr_tower, config.tower, config.towers_given) == (2, [0, 1], True)
-    config = TrainConfig(dataflow=dataflow, model=model, tower=[1, 3], predict_tower=-1)
-    assert (config.nr_tower, config.tower, config.predict_tower) == (2, [1, 3], [-1])
-    with pytest.raises(ValueError, match="nr_tower=3 disagrees with tower"):
-        TrainConfig(dataflow=dataflow, model=model, nr_tower=3, tower=[0])
-    with pytest.raises(ValueError, match="tower=.*list of GPU ids"):
-        TrainConfig(dataflow=dataflow, model=model, tower=[-1])
-    with pytest.raises(ValueError, match="duplicate"):
-        TrainConfig(dataflow=dataflow, model=model, predict_tower=[0, 0])
-    with pytest.raises(ValueError, match="at least one tower"):
-        TrainConfig(dataflow=dataflow, model=model, nr_tower=0)
 
 
 def test_max_epoch_before_starting_epoch_is_logged(model, dataflow, caplog):

@@ -19,9 +19,9 @@ from trainstack.loop import Callback, Trainer
 from trainstack.towers import (
     ModelDescBase,
     NoOpTrainer,
-    QueueInputTrainer,
     RuntimeConfig,
     SimpleTrainer,
+    SingleCostTrainer,
     TrainConfig,
     apply_default_prefetch,
     launch_train_with_config,
@@ -61,7 +61,7 @@ def test_simple_trainer_trains_a_dataflow(model, make_df):
 
 def test_other_trainers_get_a_queue_input(model, make_df):
     config = TrainConfig(dataflow=make_df(5), model=model, max_epoch=2, **quiet())
-    trainer = QueueInputTrainer()
+    trainer = SingleCostTrainer()
     launch_train_with_config(config, trainer)
     assert type(trainer.input) is QueueInput
     assert trainer.global_step == 10
@@ -235,20 +235,6 @@ def test_launch_checks_its_arguments(model, make_df):
     with pytest.raises(TypeError, match="ModelDesc .*got NoCost"):
         launch_train_with_config(TrainConfig(dataflow=make_df(2), model=NoCost(), **quiet()),
                                  SimpleTrainer())
-
-
-def test_legacy_tower_count_must_match_the_trainer(model, make_df):
-    config = TrainConfig(dataflow=make_df(2), model=model, nr_tower=2, **quiet())
-    trainer = SimpleTrainer()
-    with pytest.raises(ValueError, match=r"asks for 2 training towers.*SimpleTrainer trains 1.*"
-                                         r"SyncMultiGPUTrainerReplicated\(\[0, 1\]\)"):
-        launch_train_with_config(config, trainer)
-    assert trainer.train_op is None
-    # the older form's explicit single tower is fine
-    trainer = SimpleTrainer()
-    launch_train_with_config(TrainConfig(dataflow=make_df(2), model=model, tower=[0], max_epoch=1,
-                                         **quiet()), trainer)
-    assert trainer.global_step == 2
 
 
 def test_apply_default_prefetch(make_df):

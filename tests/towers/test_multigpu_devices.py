@@ -13,7 +13,6 @@ from trainstack.inputs import QueueInput, StagingInput
 from trainstack.towers import (
     AsyncMultiGPUTrainer,
     MultiGPUTrainerBase,
-    SyncMultiGPUTrainer,
     SyncMultiGPUTrainerParameterServer,
     SyncMultiGPUTrainerReplicated,
     apply_default_prefetch,
@@ -73,8 +72,7 @@ def test_defaults_follow_tensorpack():
     assert SyncMultiGPUTrainerParameterServer(2).ps_device == "gpu"
     assert SyncMultiGPUTrainerParameterServer(3).ps_device == "cpu"
     assert AsyncMultiGPUTrainer(3).ps_device == "gpu" and AsyncMultiGPUTrainer(4).ps_device == "cpu"
-    trainer = SyncMultiGPUTrainer([0, 1])
-    assert type(trainer) is SyncMultiGPUTrainerParameterServer and trainer.ps_device == "cpu"
+    trainer = SyncMultiGPUTrainerParameterServer([0, 1], ps_device="cpu")
     assert trainer.num_towers == 2 and trainer.devices == [f"/device:{KIND}:0", f"/device:{KIND}:1"]
 
 
@@ -116,3 +114,7 @@ def test_the_default_epoch_of_k_towers_is_announced_as_k_passes(cpus, via_config
     result = cpus.run(cases.default_epoch_warnings, 3, via_config)
     assert result["steps"] == 3
     assert not [w for w in result["warnings"] if "passes over the data" in w]
+
+
+def test_least_loaded_placement_spreads_variables_by_load(cpus):
+    cpus.run(cases.least_loaded_setter)

@@ -1,4 +1,4 @@
-"""RuntimeConfig and the TF1 session arguments.
+"""RuntimeConfig (the TF1 session arguments: tests/tensorpack/test_train_config.py).
 
 TensorFlow initializes its devices once per process and the pytest workers have
 already done so, so ``apply()`` is tested in fresh interpreters.
@@ -16,7 +16,7 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 import pytest
 import tensorflow as tf
 
-from trainstack.towers.session.runtime import RuntimeConfig, reject_session_args
+from trainstack.towers.session.runtime import RuntimeConfig
 
 
 def run_python(code: str) -> dict:
@@ -128,34 +128,3 @@ def test_arguments_are_checked():
         config.xla = True  # frozen
 
 
-def test_from_config_proto():
-    proto = tf.compat.v1.ConfigProto(intra_op_parallelism_threads=4, inter_op_parallelism_threads=2,
-                                     allow_soft_placement=True, device_count={"CPU": 2})
-    proto.gpu_options.allow_growth = True
-    proto.gpu_options.visible_device_list = "1,0"
-    proto.graph_options.optimizer_options.global_jit_level = tf.compat.v1.OptimizerOptions.ON_1
-    assert RuntimeConfig.from_config_proto(proto) == RuntimeConfig(
-        intra_op_threads=4, inter_op_threads=2, soft_placement=True, gpu_memory_growth=True, xla=True,
-        logical_cpu_devices=2, visible_gpus=(1, 0))
-    proto = tf.compat.v1.ConfigProto()
-    proto.graph_options.optimizer_options.global_jit_level = tf.compat.v1.OptimizerOptions.OFF
-    assert RuntimeConfig.from_config_proto(proto) == RuntimeConfig(
-        soft_placement=False, gpu_memory_growth=False, xla=False)
-    with pytest.raises(TypeError, match="ConfigProto"):
-        RuntimeConfig.from_config_proto({"allow_soft_placement": True})
-
-
-def test_reject_session_args():
-    reject_session_args(session_config=None, session_creator=None, anything_else=1)  # nothing given
-    proto = tf.compat.v1.ConfigProto(intra_op_parallelism_threads=3, allow_soft_placement=True)
-    with pytest.raises(TypeError, match="session_config=.*RuntimeConfig") as err:
-        reject_session_args(session_config=proto, session_creator=None)
-    message = str(err.value)
-    assert "allow_soft_placement -> soft_placement" in message
-    assert "gpu_options.allow_growth -> gpu_memory_growth" in message
-    assert "RuntimeConfig(intra_op_threads=3," in message  # the translation of this proto
-    with pytest.raises(TypeError, match="session_config=.*RuntimeConfig") as err:
-        reject_session_args(session_config=object())
-    assert "For this ConfigProto" not in str(err.value)
-    with pytest.raises(TypeError, match="session_creator=.*RuntimeConfig.*session_init"):
-        reject_session_args(session_creator=object())

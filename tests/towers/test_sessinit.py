@@ -1,4 +1,4 @@
-"""Initializers: CheckpointInit/SaverRestore, DictRestore, ChainInit, SmartInit.
+"""Initializers: CheckpointInit, DictRestore, ChainInit, SmartInit.
 
 The trainers of the towers layer are not needed: a loop ``Trainer`` exposing
 ``checkpoint_objects`` (Keras layers in a tf.Module plus a Keras optimizer) is
@@ -24,11 +24,8 @@ from trainstack.towers.session import (
     CheckpointInit,
     DictRestore,
     JustCurrentSession,
-    SaverRestore,
-    SaverRestoreRelaxed,
     SessionInit,
     SmartInit,
-    get_model_loader,
 )
 
 
@@ -202,7 +199,7 @@ def test_checkpoint_ignore(saved):
 
     trainer = NetTrainer(seed=6)
     before = values(trainer.all_variables())
-    SaverRestore(directory, ignore=("d1/bias:0", "optimizer/_iterations")).init(trainer)
+    CheckpointInit(directory, ignore=("d1/bias:0", "optimizer/_iterations")).init(trainer)
     for var, old, new in zip(trainer.all_variables(), before, expected):
         keep = var.path in ("d1/bias", trainer.optimizer.iterations.path)
         np.testing.assert_array_equal(var.numpy(), old if keep else new)
@@ -267,13 +264,6 @@ def test_name_based_checkpoint_is_read_by_name_and_warns_of_what_matched_nothing
     init.init(NetTrainer(seed=0))
     assert (init.report.restored, init.report.unused) == ([], ["W"])
     assert "match no variable of the trainer and were not used: W" in caplog.text
-
-
-def test_saver_restore_signature():
-    with pytest.raises(TypeError, match="prefix='tower0'.*object"):
-        SaverRestore("/nonexistent", prefix="tower0")
-    assert SaverRestoreRelaxed.__mro__[1] is SaverRestore
-    assert get_model_loader is SmartInit
 
 
 def test_dict_restore_by_path_name_and_key(caplog):

@@ -11,7 +11,6 @@ from trainstack.loop import ArgumentError, Callback
 from trainstack.towers import (
     AsyncMultiGPUTrainer,
     NoOpTrainer,
-    QueueInputTrainer,
     SimpleTrainer,
     StepOptions,
     SyncMultiGPUTrainerParameterServer,
@@ -20,7 +19,6 @@ from trainstack.towers import (
 
 TRAINERS = {
     "SimpleTrainer": lambda **kw: SimpleTrainer(**kw),
-    "QueueInputTrainer": lambda **kw: QueueInputTrainer(**kw),
     "NoOpTrainer": lambda **kw: NoOpTrainer(**kw),
     "SyncMultiGPUTrainerReplicated": lambda **kw: SyncMultiGPUTrainerReplicated(["/cpu:0"], **kw),
     "SyncMultiGPUTrainerParameterServer": lambda **kw: SyncMultiGPUTrainerParameterServer(["/cpu:0"], **kw),

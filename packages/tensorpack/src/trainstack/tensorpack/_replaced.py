@@ -24,13 +24,13 @@ NOT_YET = "not provided yet by trainstack.tensorpack"
 #: these names exports this layer's class, never the core's.
 SUBCLASSES: tuple[str, ...] = (
     "TowerContext", "TowerFunc", "ModelDescBase", "ModelDesc", "TowerTrainer", "SingleCostTrainer", "SimpleTrainer",
-    "QueueInputTrainer", "NoOpTrainer", "MultiGPUTrainerBase", "SyncMultiGPUTrainerReplicated",
+    "NoOpTrainer", "TrainConfig", "AutoResumeTrainConfig", "MultiGPUTrainerBase", "SyncMultiGPUTrainerReplicated",
     "SyncMultiGPUTrainerParameterServer", "AsyncMultiGPUTrainer", "HorovodTrainer", "DistributedTrainerReplicated",
     "DistributedTrainerParameterServer",
 )
-#: The functions of the same name as the core's that this layer wraps: ``SyncMultiGPUTrainer`` makes
-#: this layer's trainer, ``apply_grad_processors`` also takes a TF1 optimizer (its Keras stand-in).
-WRAPPERS: tuple[str, ...] = ("SyncMultiGPUTrainer", "apply_grad_processors")
+#: The functions of the same name as the core's that this layer wraps: ``apply_grad_processors`` also
+#: takes a TF1 optimizer (its Keras stand-in).
+WRAPPERS: tuple[str, ...] = ("apply_grad_processors",)
 
 #: tensorpack's name, where tensorpack defines it -> why it is missing, and what to use instead
 REPLACED: dict[str, str] = {

@@ -14,7 +14,6 @@ from .predict import (
                     BinaryClassificationStats,
                     ClassificationError,
                     DataParallelInferenceRunner,
-                    DatasetPredictorBase,
                     Inferencer,
                     InferenceRunner,
                     ModelExporter,
@@ -22,7 +21,6 @@ from .predict import (
                     OnlinePredictor,
                     PredictConfig,
                     ScalarStats,
-                    SimpleDatasetPredictor,
                     export_saved_model,
 )
 from .predict.samples_grid import GeneratorSamplesGrid  # a generator's samples in TensorBoard (issue 26)
@@ -39,13 +37,9 @@ from .session import (
                     JustCurrentSession,
                     ResumeError,
                     RuntimeConfig,
-                    SaverRestore,
-                    SaverRestoreRelaxed,
                     SessionInit,
                     SmartInit,
-                    get_model_loader,
                     logical_cpu_devices,
-                    reject_session_args,
                     resolve_devices,
 )
 from .tower import (
@@ -74,14 +68,12 @@ from .tower import (
 # -- trainers (H3), data-parallel trainers (issue 6)
 from .trainers import (
                     AsyncMultiGPUTrainer,
-                    LeastLoadedDeviceSetter,
+                    LeastLoadedPlacement,
                     MultiGPUTrainerBase,
                     NoOpTrainer,
-                    QueueInputTrainer,
                     SimpleTrainer,
                     SingleCostTrainer,
                     StepOptions,
-                    SyncMultiGPUTrainer,
                     SyncMultiGPUTrainerParameterServer,
                     SyncMultiGPUTrainerReplicated,
                     TowerTrainer,
@@ -93,11 +85,10 @@ __all__ = [
     "VariableReuseError", "ModelDescBase", "ModelDesc", "KerasModelDesc", "GradientProcessor", "FilterNoneGrad",
     "GlobalNormClip", "MapGradient", "ScaleGradient", "SummaryGradient", "ProcessedOptimizer",
     "apply_grad_processors", "TracedStep", "RetraceError", "TowerTrainer", "SingleCostTrainer", "StepOptions",
-    "SimpleTrainer", "QueueInputTrainer", "NoOpTrainer", "OnlinePredictor",
+    "SimpleTrainer", "NoOpTrainer", "OnlinePredictor",
     # init (H4)
-    "SessionInit", "JustCurrentSession", "CheckpointInit", "SaverRestore", "SaverRestoreRelaxed",
-    "DictRestore", "ChainInit", "SmartInit", "get_model_loader", "InitReport", "ResumeError", "RuntimeConfig",
-    "reject_session_args",
+    "SessionInit", "JustCurrentSession", "CheckpointInit", "DictRestore", "ChainInit", "SmartInit",
+    "InitReport", "ResumeError", "RuntimeConfig",
     # config (H6)
     "TrainConfig", "AutoResumeTrainConfig", "LoopStateInit", "launch_train_with_config",
     "apply_default_prefetch",
@@ -107,8 +98,8 @@ __all__ = [
     "GeneratorSamplesGrid",
     # multi-GPU (issue 6)
     "MultiGPUTrainerBase", "SyncMultiGPUTrainerReplicated", "SyncMultiGPUTrainerParameterServer",
-    "SyncMultiGPUTrainer", "AsyncMultiGPUTrainer", "LeastLoadedDeviceSetter", "DataParallelInferenceRunner",
+    "AsyncMultiGPUTrainer", "LeastLoadedPlacement", "DataParallelInferenceRunner",
     "resolve_devices", "logical_cpu_devices",
     # porting tensorpack scripts (issue 13)
-    "SimpleDatasetPredictor", "DatasetPredictorBase", "check_eager_execution",
+    "check_eager_execution",
 ]

@@ -1,8 +1,9 @@
-"""tensorpack 0.11's ``tensorpack.graph_builder``: its names from ``trainstack.towers``, ``trainstack.tensorpack.tf1``."""
+"""tensorpack 0.11's ``tensorpack.graph_builder``: its names from ``trainstack.tensorpack.tf1`` and this
+package's ``utils``."""
 from trainstack.tensorpack.tf1 import DataParallelBuilder
-from trainstack.towers import LeastLoadedDeviceSetter
 
 from .._replaced import stand_in_names, unprovided
+from .utils import LeastLoadedDeviceSetter
 
 __all__ = ["DataParallelBuilder", "LeastLoadedDeviceSetter"]
 

@@ -1,13 +1,9 @@
-"""tensorpack 0.11's ``tensorpack.predict``: its names from ``trainstack.towers``."""
-from trainstack.towers import (
-    DatasetPredictorBase,
-    OfflinePredictor,
-    OnlinePredictor,
-    PredictConfig,
-    SimpleDatasetPredictor,
-)
+"""tensorpack 0.11's ``tensorpack.predict``: its names from ``trainstack.towers`` and this package's
+``dataset``."""
+from trainstack.towers import OfflinePredictor, OnlinePredictor, PredictConfig
 
 from .._replaced import stand_in_names, unprovided
+from .dataset import DatasetPredictorBase, SimpleDatasetPredictor
 
 __all__ = ["OnlinePredictor", "OfflinePredictor", "PredictConfig", "DatasetPredictorBase", "SimpleDatasetPredictor"]
 

@@ -20,7 +20,7 @@ modules and the tests that prove them):
 - compat_v1.py  ``tfv1``: ``tf.compat.v1`` with TF1's ``tf.layers`` (``layers/tf_layers.py``)
 - data_parallel.py ``DataParallelBuilder.call_for_each_tower`` (towers under this layer's TowerContext)
 - variable_scopes.py ``auto_reuse_variable_scope``, ``under_variable_scope``
-- legacy/       the older trainer API (tensorpack's 003 documents)
+- legacy/       the older trainer API (tensorpack's 003 documents), tensorpack's ``TrainConfig``
 - layers/       tensorpack's layer functions (``Conv2D``, ``BatchNorm``, ``argscope``, ``LinearWrap``, ...)
 
 Code outside the room reaches it only through this module's names. Nothing here is
@@ -61,7 +61,7 @@ from .layers import (
                      layer_register,
                      remap_variables,
 )
-from .legacy import legacy_get_predictor
+from .legacy import AutoResumeTrainConfig, TrainConfig, legacy_get_predictor
 from .model_desc import ModelDesc, ModelDescBase
 from .recording import GraphBuildError, GraphOp, minimize
 from .regularize import l1_regularizer, l2_regularizer, regularize_cost
@@ -97,6 +97,7 @@ __all__ = [
     "tfv1", "get_num_gpu", "KerasPhaseCallback", "DataParallelBuilder",
     "auto_reuse_variable_scope", "under_variable_scope",
     "FeedfreeTrainerBase", "SingleCostFeedfreeTrainer", "SimpleFeedfreeTrainer", "legacy_get_predictor",
+    "TrainConfig", "AutoResumeTrainConfig",
     # tensorpack.models' layer functions and tfutils' argscope / varreplace (layers/)
     "Conv2D", "Conv2DTranspose", "Deconv2D", "FullyConnected", "BatchNorm", "BatchRenorm", "LayerNorm", "InstanceNorm",
     "MaxPooling", "AvgPooling", "GlobalAvgPooling", "FixedUnPooling", "Dropout", "BNReLU", "PReLU", "Maxout",

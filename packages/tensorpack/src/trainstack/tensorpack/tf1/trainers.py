@@ -25,7 +25,9 @@ from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager as ContextManager
 from typing import Any
 
+from trainstack.inputs import FeedInput, InputSource, QueueInput
 from trainstack.loop import Callback
+from trainstack.loop.checks import check_int
 from trainstack.towers import TowerFunc as CoreTowerFunc
 from trainstack.towers import trainers as core
 from trainstack.towers.run.config import TrainConfig
@@ -123,10 +125,32 @@ class SimpleTrainer(TF1Trainer, OlderForms, core.SimpleTrainer):
     records_graph_build = False
 
 
-class QueueInputTrainer(TF1Trainer, OlderForms, core.QueueInputTrainer):
-    """tensorpack's QueueInputTrainer (see the module)."""
+class QueueInputTrainer(TF1Trainer, OlderForms, core.SimpleTrainer):
+    """tensorpack's QueueInputTrainer: a SimpleTrainer whose dataflow goes through a :class:`QueueInput`
+    (a FeedInput's too). The core's trainers take the InputSource instead: ``QueueInput(dataflow)``.
+
+    ``input_queue``: tensorpack took a ``tf.QueueBase``; QueueInput makes its
+    own ``tf.queue.FIFOQueue``, so give its capacity (an int, default 50).
+    """
 
     records_graph_build = False
+
+    def __init__(self, config: Any = None, input_queue: int | None = None, *,
+                 options: core.StepOptions | None = None, **step_options: Any) -> None:
+        self.input_queue = check_int("QueueInputTrainer", "input_queue", input_queue, minimum=1, none_ok=True,
+                                     note="the queue's capacity: QueueInput makes its own tf.queue.FIFOQueue")
+        super().__init__(config, options=options, **step_options)
+
+    def _as_input_source(self, input: Any) -> InputSource:
+        if isinstance(input, FeedInput):
+            input = input.dataflow
+        elif isinstance(input, InputSource):
+            return input
+        return QueueInput(input) if self.input_queue is None else QueueInput(input, self.input_queue)
+
+    def default_input(self, dataflow: Any) -> InputSource:
+        """A queue of ``input_queue`` elements (QueueInput's default capacity for None)."""
+        return self._as_input_source(dataflow)
 
 
 class NoOpTrainer(TF1Trainer, OlderForms, core.NoOpTrainer):

@@ -7,7 +7,12 @@ from trainstack.tensorpack.tf1 import (
     get_arg_scope,
     get_global_step_var,
 )
-from trainstack.towers import (
+from trainstack.towers import get_current_tower_context
+
+from .._replaced import stand_in_names, unprovided
+from . import gradproc, optimizer, sesscreate, sessinit, summary, tower, varreplace
+from .common import collect_env_info, get_global_step_value, get_tf_version_tuple
+from .sessinit import (
     ChainInit,
     DictRestore,
     JustCurrentSession,
@@ -15,13 +20,8 @@ from trainstack.towers import (
     SaverRestoreRelaxed,
     SessionInit,
     SmartInit,
-    get_current_tower_context,
     get_model_loader,
 )
-
-from .._replaced import stand_in_names, unprovided
-from . import gradproc, optimizer, sesscreate, sessinit, summary, tower, varreplace
-from .common import collect_env_info, get_global_step_value, get_tf_version_tuple
 
 __all__ = [
     "get_current_tower_context", "TowerContext", "get_global_step_var", "get_global_step_value", "get_tf_version_tuple",

@@ -7,6 +7,7 @@ from trainstack.callbacks import DEFAULT_CALLBACKS, DEFAULT_MONITORS
 from trainstack.loop import StopTraining, Trainer
 from trainstack.tensorpack.tf1 import (
     AsyncMultiGPUTrainer,
+    AutoResumeTrainConfig,
     DistributedTrainerParameterServer,
     DistributedTrainerReplicated,
     HorovodTrainer,
@@ -20,8 +21,9 @@ from trainstack.tensorpack.tf1 import (
     SyncMultiGPUTrainerParameterServer,
     SyncMultiGPUTrainerReplicated,
     TowerTrainer,
+    TrainConfig,
 )
-from trainstack.towers import AutoResumeTrainConfig, TrainConfig, launch_train_with_config
+from trainstack.towers import launch_train_with_config
 
 from .._replaced import stand_in_names, unprovided
 

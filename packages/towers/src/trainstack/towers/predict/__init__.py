@@ -4,7 +4,6 @@ Built from a TowerFunc alone (tensorpack's ``predict/`` and ``callbacks/inferenc
 the trainers build their online predictors from here.
 """
 from .data_parallel_inference import DataParallelInferenceRunner
-from .dataset_predictor import DatasetPredictorBase, SimpleDatasetPredictor
 from .export import ModelExporter, export_saved_model
 from .inference import BinaryClassificationStats, ClassificationError, Inferencer, ScalarStats
 from .inference_runner import InferenceRunner
@@ -14,5 +13,5 @@ from .predictor import OnlinePredictor
 __all__ = [
     "OnlinePredictor", "Inferencer", "ScalarStats", "ClassificationError", "BinaryClassificationStats",
     "InferenceRunner", "DataParallelInferenceRunner", "PredictConfig", "OfflinePredictor",
-    "ModelExporter", "export_saved_model", "SimpleDatasetPredictor", "DatasetPredictorBase",
+    "ModelExporter", "export_saved_model",
 ]

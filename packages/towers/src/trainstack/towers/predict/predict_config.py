@@ -29,7 +29,6 @@ from trainstack.callbacks.checkpoint_layout import checkpoint_value_names
 from trainstack.loop.checks import check_bool
 
 from ..session import ChainInit, CheckpointInit, DictRestore, SessionInit, SmartInit
-from ..session.runtime import reject_session_args
 from ..session.sessinit import _display_name, _variables
 from ..tower.model_desc import ModelDescBase
 from ..tower.tower import TowerFunc
@@ -82,7 +81,10 @@ class PredictConfig:
                  input_names: Sequence[str] | None = None, output_names: Sequence[str] | None = None,
                  session_creator: Any = None, session_init: Any = None, return_input: bool = False,
                  create_graph: bool = True) -> None:
-        reject_session_args(session_creator=session_creator)
+        if session_creator is not None:
+            raise TypeError("PredictConfig(session_creator=) is a TF1 argument: TensorFlow 2 creates no session. "
+                            "Runtime settings go to trainstack.towers.RuntimeConfig(...).apply() at the start of "
+                            "the program; initial variable values go to session_init=")
         if create_graph is not True:
             raise ValueError("PredictConfig(create_graph=False): there is no default graph to build into "
                              "in TensorFlow 2; every predictor traces its own tf.function")

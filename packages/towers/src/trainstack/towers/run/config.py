@@ -12,7 +12,6 @@ position (epoch, step, ``global_step``) saved beside them by ModelSaver.
 from __future__ import annotations
 
 import logging
-import numbers
 import os
 from collections.abc import Sequence
 from typing import Any
@@ -28,21 +27,19 @@ from trainstack.callbacks.checkpoint_files import (
 )
 from trainstack.inputs import InputError, InputSource, dataflow_size
 from trainstack.loop import Callback, MonitorBase
-from trainstack.loop.checks import check_bool, check_int, is_int
+from trainstack.loop.checks import check_bool, check_int
 from trainstack.loop.stop import ON_NONFINITE
 
 from ..session import ChainInit, CheckpointInit, ResumeError, SessionInit, SmartInit
-from ..session.runtime import RuntimeConfig, reject_session_args
+from ..session.runtime import RuntimeConfig
 from ..tower.model_desc import ModelDescBase
 
 __all__ = ["TrainConfig", "AutoResumeTrainConfig", "LoopStateInit"]
 
 logger = logging.getLogger("trainstack.towers")
 
-#: The keyword arguments of the older form (tensorpack 003, see compat.py).
-LEGACY_ARGS = ("nr_tower", "tower", "predict_tower")
-#: TF1 session arguments: rejected with an error that names RuntimeConfig.
-SESSION_ARGS = ("session_config", "session_creator")
+#: tensorpack's arguments, which trainstack.tensorpack's TrainConfig takes: refused with an error naming it
+TENSORPACK_ARGS = ("nr_tower", "tower", "predict_tower", "session_config", "session_creator")
 
 
 class TrainConfig:
@@ -70,7 +67,7 @@ class TrainConfig:
       an epoch should stay one pass.
     - ``runtime``: a :class:`RuntimeConfig` (threads, soft placement, GPU memory
       growth, XLA), applied by ``launch_train_with_config`` before anything else.
-      It replaces TF1's ``session_config``/``session_creator``, which are refused.
+      It replaces TF1's ``session_config``/``session_creator``.
     - ``handle_signals`` (default True): while training, SIGTERM and Ctrl-C stop it after
       the current step, which ModelSaver saves, by handlers the loop installs for the time of
       the loop (in the main thread) and removes after. False leaves the process's own
@@ -87,12 +84,9 @@ class TrainConfig:
       a run quietly (``launch_train_with_config`` returns), as tensorpack did. See also the
       trainers' ``skip_nonfinite_steps``, which skips such steps instead.
 
-    The older form (compat.py) also takes ``nr_tower`` (number of training towers),
-    ``tower`` (list of GPU ids of the training towers; sets ``nr_tower``) and
-    ``predict_tower`` (list of GPU ids for ``get_predictor(..., tower=k)``; -1 is
-    the CPU). They describe what a multi-GPU trainer should do; the current API
-    passes the devices to the trainer instead, so ``launch_train_with_config``
-    only checks that they agree with the trainer.
+    tensorpack's arguments (``nr_tower``, ``tower``, ``predict_tower``, ``session_config``,
+    ``session_creator``) are a TypeError naming what to pass instead; ``trainstack.tensorpack``'s
+    TrainConfig, a subclass, takes them (through the hook :meth:`_check_trainer`).
     """
 
     def __init__(self, dataflow: Any = None, data: InputSource | None = None,
@@ -101,9 +95,8 @@ class TrainConfig:
                  monitors: Sequence[MonitorBase] | None = None, session_init: Any = None,
                  starting_epoch: int = 1, steps_per_epoch: int | None = None,
                  max_epoch: int = 99999, runtime: RuntimeConfig | None = None,
-                 handle_signals: bool = True, on_nonfinite: str = "raise", **legacy: Any) -> None:
-        _reject_unknown(legacy)
-        reject_session_args(**{k: legacy.pop(k) for k in SESSION_ARGS if k in legacy})
+                 handle_signals: bool = True, on_nonfinite: str = "raise", **unknown: Any) -> None:
+        _reject_unknown(unknown)
         self.dataflow, self.data = _check_input(dataflow, data)
         if model is not None and not isinstance(model, ModelDescBase):
             raise TypeError(f"TrainConfig(model=) must be a ModelDesc, got {model!r} "
@@ -136,39 +129,14 @@ class TrainConfig:
                              f"stopped by NaN ends with NonFiniteError; 'stop': it ends quietly), got "
                              f"{on_nonfinite!r}")
         self.on_nonfinite = on_nonfinite
-        self._set_towers(legacy.get("nr_tower"), legacy.get("tower"),
-                         legacy.get("predict_tower", [0]))
         if self.max_epoch < self.starting_epoch:
             logger.warning("TrainConfig: max_epoch=%d is before starting_epoch=%d; no epoch will run.",
                            self.max_epoch, self.starting_epoch)
 
-    # -- the older form's towers ----------------------------------------------------------
-    @property
-    def nr_tower(self) -> int:
-        """Number of training towers (the older form; ``len(self.tower)``)."""
-        return len(self.tower)
-
-    @property
-    def towers_given(self) -> bool:
-        """Whether ``nr_tower`` or ``tower`` was passed (only then is the tower count checked)."""
-        return self._towers_given
-
-    def _set_towers(self, nr_tower: Any, tower: Any, predict_tower: Any) -> None:
-        self._towers_given = nr_tower is not None or tower is not None
-        if tower is not None:
-            if nr_tower not in (None, 1) and nr_tower != len(tower):
-                raise ValueError(f"TrainConfig: nr_tower={nr_tower} disagrees with tower={tower!r}; "
-                                 "pass one of them (tower= lists the GPU ids, nr_tower=N means "
-                                 "GPUs 0..N-1)")
-            self.tower = _check_gpu_ids("tower", tower, allow_cpu=False)
-        else:
-            n = 1 if nr_tower is None else _check_int("nr_tower", nr_tower)
-            if n < 1:
-                raise ValueError(f"TrainConfig(nr_tower={nr_tower}): needs at least one tower")
-            self.tower = list(range(n))
-        if isinstance(predict_tower, numbers.Integral):
-            predict_tower = [predict_tower]
-        self.predict_tower = _check_gpu_ids("predict_tower", predict_tower, allow_cpu=True)
+    def _check_trainer(self, trainer: Any, who: str) -> None:
+        """Hook: ``launch_train_with_config`` calls it before ``trainer`` builds anything; a subclass
+        raises there when it cannot train with ``trainer`` (``who``: the call, for the message).
+        Nothing by default (``trainstack.tensorpack``'s TrainConfig checks its tower count)."""
 
     def _input_size(self) -> int:
         """The default steps_per_epoch: one pass of the dataflow or of the InputSource."""
@@ -380,11 +348,17 @@ def _unreadable(path: str) -> str | None:
 # -- validation helpers ------------------------------------------------------------------------
 _VALID_ARGS = ("dataflow", "data", "model", "callbacks", "extra_callbacks", "monitors",
                "session_init", "starting_epoch", "steps_per_epoch", "max_epoch", "runtime",
-               "handle_signals", "on_nonfinite", *LEGACY_ARGS)
+               "handle_signals", "on_nonfinite")
 
 
 def _reject_unknown(kwargs: dict) -> None:
-    unknown = sorted(set(kwargs) - set(LEGACY_ARGS) - set(SESSION_ARGS))
+    unknown = sorted(kwargs)
+    tensorpacks = [k for k in TENSORPACK_ARGS if k in kwargs]
+    if tensorpacks:
+        raise TypeError(f"TrainConfig({'=, '.join(tensorpacks)}=) are tensorpack's arguments: pass the devices to "
+                        "a multi-GPU trainer (launch_train_with_config(config, SyncMultiGPUTrainerReplicated(gpus))) "
+                        "and the runtime settings as runtime=RuntimeConfig(...); trainstack.tensorpack's TrainConfig "
+                        "takes them (from trainstack.tensorpack import TrainConfig)")
     if "optimizer" in unknown:
         raise TypeError("TrainConfig(optimizer=) is not an argument: the optimizer comes from the "
                         "model (ModelDesc.optimizer())")
@@ -435,16 +409,6 @@ def _check_callbacks(what: str, items: Any, kind: type) -> list:
 
 def _check_int(what: str, value: Any, owner: str = "TrainConfig") -> int:
     return check_int(owner, what, value, minimum=0)
-
-
-def _check_gpu_ids(what: str, ids: Any, allow_cpu: bool) -> list[int]:
-    low = -1 if allow_cpu else 0
-    if not isinstance(ids, (list, tuple)) or not ids or not all(is_int(i, minimum=low) for i in ids):
-        cpu = " (-1 for the CPU)" if allow_cpu else ""
-        raise ValueError(f"TrainConfig({what}=) must be a non-empty list of GPU ids{cpu}, got {ids!r}")
-    if len(set(ids)) != len(ids):
-        raise ValueError(f"TrainConfig({what}={list(ids)!r}) has duplicate ids")
-    return [int(i) for i in ids]
 
 
 def _log_override(kwargs: dict, key: str, what: str) -> None:

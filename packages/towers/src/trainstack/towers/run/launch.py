@@ -21,7 +21,7 @@ from ..tower.model_desc import ModelDesc
 from ..trainers.single_cost import SingleCostTrainer
 from .config import TrainConfig
 
-__all__ = ["launch_train_with_config", "apply_default_prefetch", "check_tower_count"]
+__all__ = ["launch_train_with_config", "apply_default_prefetch"]
 
 logger = logging.getLogger("trainstack.towers")
 
@@ -34,7 +34,7 @@ def apply_default_prefetch(input_or_dataflow: Any, trainer: Any) -> InputSource:
       ``FeedInput(dataflow)`` for a :class:`SimpleTrainer` and its subclasses (unless it has
       ``steps_per_run`` above 1, which a feed cannot serve), ``QueueInput(dataflow)`` for the
       other trainers, so that a background thread prepares the next batches while the step
-      runs (of ``trainer.input_queue`` elements for a QueueInputTrainer given one).
+      runs.
     - For a trainer with several devices (``trainer.devices``, the multi-GPU trainers), a
       QueueInput is wrapped in ``StagingInput``, which copies the next batch onto each device
       while the current step runs, unless ``trainer.gpu_prefetch`` is False (the older
@@ -81,7 +81,7 @@ def _launch(config: TrainConfig, trainer: SingleCostTrainer) -> None:
                         f"build_graph returning the cost and optimizer()), got {type(model).__name__}")
     if config.runtime is not None:
         config.runtime.apply()
-    check_tower_count(config, trainer, f"launch_train_with_config(config, {type(trainer).__name__}())")
+    config._check_trainer(trainer, f"launch_train_with_config(config, {type(trainer).__name__}())")
     source = apply_default_prefetch(config.data if config.data is not None else config.dataflow,
                                     trainer)
     trainer.setup_graph(model.get_input_signature(), source, model.build_graph, model.get_optimizer)
@@ -93,18 +93,3 @@ def _launch(config: TrainConfig, trainer: SingleCostTrainer) -> None:
         starting_epoch=config.starting_epoch, max_epoch=config.max_epoch,
         handle_signals=config.handle_signals, on_nonfinite=config.on_nonfinite)
 
-
-def check_tower_count(config: TrainConfig, trainer: Any, who: str) -> None:
-    """The older form's ``TrainConfig(nr_tower=, tower=)`` must agree with the towers ``trainer``
-    trains (``trainer.num_towers``): else a ValueError from ``who``, naming the multi-GPU trainer
-    to use. The devices are the trainer's choice now; the config only says how many it expects."""
-    if not config.towers_given:
-        return
-    count = trainer.num_towers
-    if config.nr_tower != count:
-        raise ValueError(
-            f"{who}: the TrainConfig asks for {config.nr_tower} training towers (tower={config.tower}) but "
-            f"{type(trainer).__name__} trains {count}. The devices are the trainer's choice now: pass them "
-            f"to a multi-GPU trainer, e.g. launch_train_with_config(config, SyncMultiGPUTrainerReplicated("
-            f"{config.tower})) (or SyncMultiGPUTrainerParameterServer, AsyncMultiGPUTrainer), and leave "
-            "nr_tower/tower out of the TrainConfig")

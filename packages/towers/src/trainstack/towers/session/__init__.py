@@ -4,15 +4,15 @@ Beside :mod:`trainstack.towers.tower` at the bottom of trainstack.towers (tensor
 ``tfutils/sessinit.py``, ``tfutils/sesscreate.py``): RuntimeConfig replaces the
 session's ConfigProto, SessionInit restores variables, devices names the towers' devices.
 """
-from .checkpoint_init import CheckpointInit, SaverRestore, SaverRestoreRelaxed
+from .checkpoint_init import CheckpointInit
 from .devices import logical_cpu_devices, resolve_devices
 from .dict_restore import DictRestore
-from .runtime import RuntimeConfig, reject_session_args
+from .runtime import RuntimeConfig
 from .sessinit import ChainInit, InitReport, JustCurrentSession, ResumeError, SessionInit
-from .smart_init import SmartInit, get_model_loader
+from .smart_init import SmartInit
 
 __all__ = [
-    "RuntimeConfig", "reject_session_args", "resolve_devices", "logical_cpu_devices", "SessionInit",
-    "JustCurrentSession", "CheckpointInit", "SaverRestore", "SaverRestoreRelaxed", "DictRestore",
-    "ChainInit", "SmartInit", "get_model_loader", "InitReport", "ResumeError",
+    "RuntimeConfig", "resolve_devices", "logical_cpu_devices", "SessionInit",
+    "JustCurrentSession", "CheckpointInit", "DictRestore", "ChainInit", "SmartInit", "InitReport",
+    "ResumeError",
 ]

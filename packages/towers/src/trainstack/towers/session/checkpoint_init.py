@@ -1,4 +1,4 @@
-"""CheckpointInit (SaverRestore, SaverRestoreRelaxed): restore a trainer from a tf.train.Checkpoint.
+"""CheckpointInit: restore a trainer from a tf.train.Checkpoint.
 
 Values are paired with variables once, before anything is restored, by
 :func:`trainstack.callbacks.checkpoint_layout.match_checkpoint` (the savers' layout); a
@@ -29,7 +29,7 @@ from trainstack.loop.checks import check_bool
 from .dict_restore import DictRestore
 from .sessinit import InitReport, ResumeError, SessionInit, _display_name, _strip_tensor_suffix, _variables
 
-__all__ = ["CheckpointInit", "SaverRestore", "SaverRestoreRelaxed"]
+__all__ = ["CheckpointInit"]
 
 logger = logging.getLogger("trainstack.towers")
 
@@ -151,7 +151,7 @@ class CheckpointInit(SessionInit):
         is the trainer's training state the checkpoint lacks (the Keras optimizer's variables: they
         start fresh, as tensorpack's did when loading a model into a new optimizer). A shape
         mismatch is a ValueError (tensorpack's Saver failed too), or with ``ignore_mismatch=True``
-        (``SaverRestoreRelaxed``) a warning, the variable keeping its value. ``ignore`` names values
+        a warning, the variable keeping its value. ``ignore`` names values
         not to load; ``resume=True`` is refused: a run resumes from its own object-based checkpoint."""
         if self.resume:
             raise ResumeError(f"cannot resume from {self.path}: it is a name-based (TF1) checkpoint, not one "
@@ -234,30 +234,3 @@ def _listing(names: Sequence[str], n: int = 30) -> str:
     shown = ", ".join(names[:n])
     return shown + (f", ... ({len(names) - n} more)" if len(names) > n else "")
 
-
-class SaverRestore(CheckpointInit):
-    """tensorpack's name for :class:`CheckpointInit`: ``SaverRestore(model_path, prefix=None, ignore=())``.
-
-    ``prefix`` (load a checkpoint into a name scope) has no meaning for object-based
-    checkpoints, which match values by object structure, not by name: it must be None.
-    To load a sub-model's checkpoint, list that sub-model in ``checkpoint_objects`` under
-    the name the checkpoint used, or use :class:`DictRestore` with renamed keys.
-    """
-
-    def __init__(self, model_path: str | os.PathLike, prefix: str | None = None, ignore: Iterable[str] = (),
-                 **kwargs: Any) -> None:
-        if prefix is not None:
-            raise TypeError(
-                f"{type(self).__name__}(prefix={prefix!r}): TF2 checkpoints match values by object "
-                "structure, not by variable name, so a name prefix means nothing. List the sub-model in "
-                "checkpoint_objects under the name the checkpoint used, or use DictRestore with renamed keys")
-        super().__init__(model_path, ignore, **kwargs)
-
-
-class SaverRestoreRelaxed(SaverRestore):
-    """:class:`SaverRestore` that skips (with a warning) values whose shape differs from their variable's."""
-
-    def __init__(self, model_path: str | os.PathLike, prefix: str | None = None,
-                 ignore: Iterable[str] = (), **kwargs: Any) -> None:
-        kwargs.setdefault("ignore_mismatch", True)
-        super().__init__(model_path, prefix, ignore, **kwargs)

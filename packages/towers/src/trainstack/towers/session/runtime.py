@@ -5,20 +5,9 @@ tensorpack configured its runtime per session (``session_config=tf.ConfigProto(.
 memory and XLA are process-wide ``tf.config`` settings, and most of them are fixed the
 moment TensorFlow initializes its devices (the first tensor, variable, model or
 ``tf.function`` call). :class:`RuntimeConfig` gathers them; call ``apply()`` at the
-start of the program. :func:`reject_session_args` turns the TF1 arguments into an
-error that says what to write instead.
+start of the program.
 
-ConfigProto field -> RuntimeConfig argument:
-
-- ``intra_op_parallelism_threads`` -> ``intra_op_threads``
-- ``inter_op_parallelism_threads`` -> ``inter_op_threads``
-- ``allow_soft_placement`` -> ``soft_placement``
-- ``gpu_options.allow_growth`` -> ``gpu_memory_growth``
-- ``gpu_options.visible_device_list`` ("0,2") -> ``visible_gpus`` ((0, 2))
-- ``graph_options.optimizer_options.global_jit_level`` -> ``xla``
-- ``device_count={"CPU": n}`` -> ``logical_cpu_devices`` (n logical CPU devices)
-- ``gpu_options.per_process_gpu_memory_fraction``: no fraction in TF2; cap a GPU with
-  ``tf.config.set_logical_device_configuration(gpu, [LogicalDeviceConfiguration(memory_limit=MB)])``.
+``trainstack.tensorpack``'s TrainConfig names the RuntimeConfig of a ``ConfigProto``.
 """
 from __future__ import annotations
 
@@ -31,7 +20,7 @@ import tensorflow as tf
 
 from trainstack.loop.checks import check_int, is_int
 
-__all__ = ["RuntimeConfig", "reject_session_args"]
+__all__ = ["RuntimeConfig"]
 
 logger = logging.getLogger("trainstack.towers")
 
@@ -128,30 +117,6 @@ class RuntimeConfig:
             tf.config.optimizer.set_jit("autoclustering" if self.xla else False)
         logger.info("Applied %r.", self)
 
-    # -- from TF1 ------------------------------------------------------------------------------------
-    @classmethod
-    def from_config_proto(cls, config: Any) -> RuntimeConfig:
-        """The RuntimeConfig closest to a session's ``ConfigProto`` (TensorFlow's own proto, which it
-        still exports under ``tf.compat.v1``; see the module docstring).
-
-        Fields with no equivalent (e.g. ``per_process_gpu_memory_fraction``) are dropped.
-        """
-        if not isinstance(config, tf.compat.v1.ConfigProto):  # TensorFlow's own proto class
-            raise TypeError("from_config_proto takes a tf.compat.v1.ConfigProto, got "
-                            f"{type(config).__name__}")
-        jit = config.graph_options.optimizer_options.global_jit_level
-        levels = tf.compat.v1.OptimizerOptions  # TensorFlow's own proto: the JIT levels' values
-        visible = config.gpu_options.visible_device_list
-        cpus = config.device_count.get("CPU", 1)
-        return cls(
-            intra_op_threads=config.intra_op_parallelism_threads or None,
-            inter_op_threads=config.inter_op_parallelism_threads or None,
-            soft_placement=config.allow_soft_placement,
-            gpu_memory_growth=config.gpu_options.allow_growth,
-            xla=None if jit == levels.DEFAULT else jit != levels.OFF,
-            logical_cpu_devices=cpus if cpus > 1 else None,
-            visible_gpus=tuple(int(i) for i in visible.split(",")) if visible else None)
-
 
 def _set(setting: str, value: Any, setter: Callable, *args: Any) -> None:
     try:
@@ -159,32 +124,3 @@ def _set(setting: str, value: Any, setter: Callable, *args: Any) -> None:
     except RuntimeError as e:
         raise RuntimeError(f"RuntimeConfig.apply() cannot set {setting}={value!r}: {_TOO_LATE} ({e})") from e
 
-
-def reject_session_args(**kwargs: Any) -> None:
-    """Raise TypeError when TF1's ``session_config`` or ``session_creator`` is given (not None).
-
-    For callers that keep tensorpack's signatures (``TrainConfig``): the error names
-    :class:`RuntimeConfig` and how the TF1 settings map onto it. Other keyword arguments
-    are not checked here.
-    """
-    config = kwargs.get("session_config")
-    if config is not None:
-        try:
-            suggestion = f" For this ConfigProto that is {RuntimeConfig.from_config_proto(config)!r}."
-        except TypeError:
-            suggestion = ""
-        raise TypeError(
-            "session_config= is a TF1 argument: TensorFlow 2 has no session to configure. Call "
-            "trainstack.towers.RuntimeConfig(...).apply() at the start of the program instead; "
-            "ConfigProto fields map to its arguments: intra_op_parallelism_threads -> intra_op_threads, "
-            "inter_op_parallelism_threads -> inter_op_threads, allow_soft_placement -> soft_placement, "
-            "gpu_options.allow_growth -> gpu_memory_growth, gpu_options.visible_device_list -> "
-            "visible_gpus, graph_options.optimizer_options.global_jit_level -> xla, "
-            f"device_count['CPU'] -> logical_cpu_devices.{suggestion} "
-            "(RuntimeConfig.from_config_proto(config) converts one.)")
-    if kwargs.get("session_creator") is not None:
-        raise TypeError(
-            "session_creator= is a TF1 argument: TensorFlow 2 creates no session. Runtime settings "
-            "(threads, soft placement, GPU memory growth, XLA, devices) go to "
-            "trainstack.towers.RuntimeConfig(...).apply() at the start of the program; initial "
-            "variable values go to session_init= (SmartInit: a checkpoint, a dict of arrays, ...)")

@@ -7,7 +7,7 @@ graph (all variables exist) and before the first step. ``init(trainer)`` logs wh
 restored and, as warnings, what was missing on either side; the details stay in
 ``initializer.report`` (an :class:`InitReport`).
 
-- :class:`CheckpointInit` (alias :class:`SaverRestore`): a ``tf.train.Checkpoint``
+- :class:`CheckpointInit` (tensorpack's ``SaverRestore``): a ``tf.train.Checkpoint``
   written by ``ModelSaver``/``MinSaver`` or by plain TensorFlow, restored with
   ``tf.train.Checkpoint(**checkpoint_objects).restore(path)``. Values match variables
   by object structure (the names of ``checkpoint_objects`` and the attributes below

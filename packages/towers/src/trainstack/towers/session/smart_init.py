@@ -1,4 +1,4 @@
-"""SmartInit (get_model_loader): the initializer for what it is given (a path, a dict, a list...)."""
+"""SmartInit: the initializer for what it is given (a path, a dict, a list...)."""
 from __future__ import annotations
 
 import os
@@ -11,7 +11,7 @@ from .checkpoint_init import CheckpointInit
 from .dict_restore import DictRestore, load_arrays
 from .sessinit import ChainInit, JustCurrentSession, SessionInit
 
-__all__ = ["SmartInit", "get_model_loader"]
+__all__ = ["SmartInit"]
 
 
 def SmartInit(obj: Any, *, ignore_mismatch: bool = False) -> SessionInit:  # noqa: N802 (tensorpack's name)
@@ -48,6 +48,3 @@ def SmartInit(obj: Any, *, ignore_mismatch: bool = False) -> SessionInit:  # noq
     raise TypeError(f"SmartInit takes None, a SessionInit, a checkpoint path or directory, a .npz/.npy "
                     f"path, a dict {{variable name: array}}, or a list of these; got {type(obj).__name__}")
 
-
-#: tensorpack's older name for :func:`SmartInit`.
-get_model_loader = SmartInit

@@ -5,16 +5,16 @@ tensorpack's ``train/`` and ``graph_builder/`` (the multi-GPU builders). The old
 """
 from .async_ import AsyncMultiGPUTrainer
 from .multigpu import MultiGPUTrainerBase
-from .parameter_server import SyncMultiGPUTrainer, SyncMultiGPUTrainerParameterServer
-from .placement import LeastLoadedDeviceSetter
+from .parameter_server import SyncMultiGPUTrainerParameterServer
+from .placement import LeastLoadedPlacement
 from .replicated import SyncMultiGPUTrainerReplicated
-from .simple import NoOpTrainer, QueueInputTrainer, SimpleTrainer
+from .simple import NoOpTrainer, SimpleTrainer
 from .single_cost import SingleCostTrainer
 from .step_options import StepOptions
 from .tower_trainer import TowerTrainer
 
 __all__ = [
-    "StepOptions", "TowerTrainer", "SingleCostTrainer", "SimpleTrainer", "QueueInputTrainer", "NoOpTrainer",
+    "StepOptions", "TowerTrainer", "SingleCostTrainer", "SimpleTrainer", "NoOpTrainer",
     "MultiGPUTrainerBase", "SyncMultiGPUTrainerReplicated", "SyncMultiGPUTrainerParameterServer",
-    "SyncMultiGPUTrainer", "AsyncMultiGPUTrainer", "LeastLoadedDeviceSetter",
+    "AsyncMultiGPUTrainer", "LeastLoadedPlacement",
 ]

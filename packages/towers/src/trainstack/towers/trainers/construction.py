@@ -9,13 +9,12 @@ collection record, so the steps a custom trainer builds in ``__init__`` report t
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Mapping
 from contextlib import AbstractContextManager as ContextManager
 from typing import Any
 
 from trainstack.callbacks import SummaryCollection, summary_collection_chosen, summary_collection_scope
 
-__all__ = ["Constructed", "own_collection", "own_summaries", "is_train_config", "refuse_config", "reject_options"]
+__all__ = ["Constructed", "own_collection", "own_summaries", "is_train_config", "refuse_config"]
 
 
 class Constructed(type):
@@ -64,8 +63,3 @@ def refuse_config(trainer: Any, config: Any) -> None:
             f"(from trainstack.tensorpack import {name}), which keep {name}(config).train()")
     raise TypeError(f"{name}() got an unexpected positional argument {config!r:.80}")
 
-
-def reject_options(owner: str, given: Mapping[str, Any]) -> None:
-    """``owner()`` takes none of the older form's keyword arguments ``given``."""
-    if given:
-        raise TypeError(f"{owner}() got unexpected keyword argument(s) {sorted(given)}")

@@ -5,16 +5,16 @@ There is one copy of every variable, on a "parameter server" device:
 - ``ps_device='cpu'``: all on the CPU (``/device:CPU:0``);
 - ``ps_device='gpu'``: spread over the towers' devices, each new variable on
   the device holding the fewest elements so far (greedy, as tensorpack's
-  :class:`LeastLoadedDeviceSetter`); the optimizer's slots go beside their variable;
+  ``LeastLoadedDeviceSetter``); the optimizer's slots go beside their variable;
 - None (default): ``'gpu'`` for up to 2 towers, else ``'cpu'`` (tensorpack's heuristic).
 
 One step: tower ``k`` computes its gradients on device ``k`` from its own
 batch; each variable's gradients are averaged on that variable's device; the
 optimizer applies the averages once (gradient processors see the averages).
 
-:class:`~trainstack.towers.trainers.placement.LeastLoadedDeviceSetter` (placement.py) places
-variables by load for your own code too. ``SyncMultiGPUTrainer`` is this trainer, as tensorpack's
-alias.
+:class:`~trainstack.towers.trainers.placement.LeastLoadedPlacement` (placement.py) places
+variables by load for your own code too. tensorpack's ``SyncMultiGPUTrainer(gpus)`` is this trainer
+with ``ps_device='cpu'`` (``trainstack.tensorpack``'s).
 """
 from __future__ import annotations
 
@@ -30,7 +30,7 @@ from .placement import shared_variable_scope
 from .step_options import StepOptions
 from .tower_result import TowerResult
 
-__all__ = ["SyncMultiGPUTrainerParameterServer", "SyncMultiGPUTrainer", "average_gradients"]
+__all__ = ["SyncMultiGPUTrainerParameterServer", "average_gradients"]
 
 logger = logging.getLogger("trainstack.towers")
 
@@ -96,13 +96,3 @@ class SyncMultiGPUTrainerParameterServer(MultiGPUTrainerBase):
                 self._apply_gradients(averaged)
         return results[0].cost
 
-
-def SyncMultiGPUTrainer(gpus: Any, *args: Any, **kwargs: Any) -> MultiGPUTrainerBase:  # noqa: N802
-    """A synchronous data-parallel trainer when the details do not matter.
-
-    ``SyncMultiGPUTrainer(gpus)`` is ``SyncMultiGPUTrainerParameterServer(gpus, ps_device='cpu')``
-    (tensorpack's current default).
-    """
-    if "ps_device" not in kwargs and not args:
-        kwargs["ps_device"] = "cpu"
-    return SyncMultiGPUTrainerParameterServer(gpus, *args, **kwargs)

@@ -1,9 +1,10 @@
-"""Where the shared-variable trainers put the variables: LeastLoadedDeviceSetter, shared_variable_scope.
+"""Where the shared-variable trainers put the variables: LeastLoadedPlacement, shared_variable_scope.
 
 The parameter-server and the asynchronous trainers keep one copy of each
 variable: on the CPU, or spread over the towers' devices by load (greedy, as
-tensorpack's ``LeastLoadedDeviceSetter``). The setter places variables for your
-own code too.
+tensorpack's ``LeastLoadedDeviceSetter``, which ``trainstack.tensorpack.graph_builder``
+keeps as a subclass that is also a TF1 device function). :class:`LeastLoadedPlacement`
+places variables for your own code too.
 """
 from __future__ import annotations
 
@@ -20,30 +21,25 @@ from trainstack.callbacks.eager_state import made_outside_traces
 
 from ..session.devices import resolve_devices
 
-__all__ = ["LeastLoadedDeviceSetter", "shared_variable_scope"]
+__all__ = ["LeastLoadedPlacement", "shared_variable_scope"]
 
 logger = logging.getLogger("trainstack.towers")
 
 
-class LeastLoadedDeviceSetter:
+class LeastLoadedPlacement:
     """Put each new variable on the least loaded of ``ps_devices``; compute on ``worker_device``.
 
     The load of a device is the number of elements of the variables placed on
-    it so far. TF2's ``tf.device`` takes no device functions, so use it as a
+    it so far. TF2's ``tf.device`` takes no device functions, so it is a
     context manager::
 
-        with LeastLoadedDeviceSetter("/gpu:0", ["/gpu:0", "/gpu:1"]):
+        with LeastLoadedPlacement("/gpu:0", ["/gpu:0", "/gpu:1"]):
             model_fn()      # ops on /gpu:0, variables spread over the two GPUs
-
-    The object is also callable as a device function (an op to its device), the form
-    tensorpack's setter had.
     """
 
-    _VARIABLE_OPS = ("Variable", "VariableV2", "VarHandleOp")
-
     def __init__(self, worker_device: Any, ps_devices: Sequence[Any]) -> None:
-        self.worker_device = resolve_devices([worker_device], "LeastLoadedDeviceSetter")[0]
-        self.ps_devices = resolve_devices(ps_devices, "LeastLoadedDeviceSetter")
+        self.worker_device = resolve_devices([worker_device], type(self).__name__)[0]
+        self.ps_devices = resolve_devices(ps_devices, type(self).__name__)
         #: elements placed on each ps device so far
         self.ps_sizes = [0] * len(self.ps_devices)
         self._scopes: list[contextlib.ExitStack] = []
@@ -52,14 +48,14 @@ class LeastLoadedDeviceSetter:
         """The device for a variable of ``num_elements`` elements; counts it on that device."""
         index, _ = min(enumerate(self.ps_sizes), key=operator.itemgetter(1))
         if num_elements is None:
-            logger.warning("LeastLoadedDeviceSetter: the shape of %s is not fully defined; it counts as "
-                           "empty.", name)
+            logger.warning("%s: the shape of %s is not fully defined; it counts as empty.",
+                           type(self).__name__, name)
             num_elements = 0
         self.ps_sizes[index] += int(num_elements)
         return self.ps_devices[index]
 
     # -- TF2: a context manager placing variables through a variable creator --------------------
-    def __enter__(self) -> LeastLoadedDeviceSetter:
+    def __enter__(self) -> LeastLoadedPlacement:
         stack = contextlib.ExitStack()
         stack.enter_context(tf.device(self.worker_device))
         stack.enter_context(tf.variable_creator_scope(self._creator))
@@ -90,17 +86,8 @@ class LeastLoadedDeviceSetter:
         with tf.device(device):
             return next_creator(**kwargs)
 
-    # -- TF1 graphs: a device function ---------------------------------------------------------
-    def __call__(self, op: Any) -> str:
-        if op.device:
-            return op.device
-        if op.type not in self._VARIABLE_OPS:
-            return self.worker_device
-        shape = op.get_attr("shape") if op.type == "VarHandleOp" else op.outputs[0].get_shape()
-        return self.place(tf.TensorShape(shape).num_elements(), op.name)
-
     def __repr__(self) -> str:
-        return f"LeastLoadedDeviceSetter({self.worker_device!r}, {self.ps_devices!r})"
+        return f"{type(self).__name__}({self.worker_device!r}, {self.ps_devices!r})"
 
 
 def shared_variable_scope(ps_device: str, devices: Sequence[str]) -> Any:
@@ -108,4 +95,4 @@ def shared_variable_scope(ps_device: str, devices: Sequence[str]) -> Any:
     (``'cpu'``) or spread over ``devices`` by load (``'gpu'``)."""
     if ps_device == "cpu":
         return tf.device("/device:CPU:0")
-    return LeastLoadedDeviceSetter(devices[0], devices)
+    return LeastLoadedPlacement(devices[0], devices)

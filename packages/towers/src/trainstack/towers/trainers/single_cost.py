@@ -173,7 +173,7 @@ class SingleCostTrainer(TowerTrainer):
         if not isinstance(input, InputSource):
             raise TypeError(f"{type(self).__name__}.setup_graph() takes an InputSource as input, got "
                             f"{input!r} ({type(input).__name__}); wrap a dataflow in FeedInput or "
-                            "QueueInput, or use SimpleTrainer / QueueInputTrainer")
+                            "QueueInput, or use SimpleTrainer (which feeds one)")
         return input
 
     def _build_variables(self) -> None:

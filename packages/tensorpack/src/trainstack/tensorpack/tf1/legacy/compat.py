@@ -18,11 +18,11 @@ Classes of the older API:
   ``SimpleFeedfreeTrainer(config)``: a SimpleTrainer whose ``config.data`` must
   be a FeedfreeInput (QueueInput, TFDatasetInput, ...), as the older feedfree
   trainers required. The current trainers need no such distinction.
-- ``QueueInputTrainer(config, input_queue=None)`` lives in simple.py and binds the
+- ``QueueInputTrainer(config, input_queue=None)`` lives in ``tf1/trainers.py`` and binds the
   config through here. ``input_queue`` was a ``tf.QueueBase``; QueueInput makes its own
   queue, so it is now the queue's capacity (an int), used for a ``config.dataflow``.
-- ``TrainConfig(nr_tower=, tower=, predict_tower=)``: the training towers must agree
-  with the trainer's devices; several towers need the multi-GPU trainers.
+- ``TrainConfig(nr_tower=, tower=, predict_tower=)`` (:mod:`.config`): the training towers must
+  agree with the trainer's devices; several towers need the multi-GPU trainers.
   ``predict_tower[k]`` is the device of :func:`legacy_get_predictor`'s ``tower=k``.
 
 Each use warns with a DeprecationWarning (shown once per call site by Python's
@@ -40,9 +40,10 @@ from collections.abc import Sequence
 from typing import Any
 
 from trainstack.loop.checks import check_int
+from trainstack.towers import TrainConfig, launch_train_with_config
 from trainstack.towers.predict.predictor import OnlinePredictor
-from trainstack.towers.run.config import TrainConfig
-from trainstack.towers.run.launch import check_tower_count, launch_train_with_config
+
+from .config import check_tower_count, predict_towers_of, towers_of
 
 __all__ = ["bind_legacy_config", "train_legacy", "legacy_get_predictor", "MULTI_GPU_TRAINERS"]
 
@@ -97,8 +98,7 @@ def legacy_get_predictor(trainer: Any, input_names: Sequence[str], output_names:
     ``trainer.get_predictor(input_names, output_names, device=predict_tower[tower])``, or for
     -1 an inference tower ``predict_tower_cpu`` placed on the CPU.
     """
-    config = getattr(trainer, "config", None)
-    predict_tower = config.predict_tower if isinstance(config, TrainConfig) else [0]
+    predict_tower = predict_towers_of(getattr(trainer, "config", None))
     tower = check_int("legacy_get_predictor", "tower", tower, minimum=0,
                       note=f"an index into config.predict_tower, {predict_tower}")
     if tower >= len(predict_tower):
@@ -136,7 +136,7 @@ def _current_trainer_call(trainer: Any, config: TrainConfig) -> str:
     takes the config's towers (``trainer.devices`` marks one)."""
     if getattr(trainer, "older_feedfree", False):
         return "SimpleTrainer()"
-    gpus = config.tower if getattr(trainer, "devices", None) is not None else ""
+    gpus = towers_of(config) if getattr(trainer, "devices", None) is not None else ""
     return f"{type(trainer).__name__}({gpus})"
 
 

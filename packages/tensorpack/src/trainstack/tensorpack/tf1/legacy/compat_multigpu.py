@@ -18,7 +18,7 @@ The towers are ``config.tower`` (device indices: GPUs, or logical CPU devices
 on a machine without GPUs). ``gpu_prefetch=False`` keeps the input on the host
 (no ``StagingInput``). Also kept: ``MultiGPUTrainerBase.build_on_multi_tower``
 (:func:`build_on_multi_tower`) and ``LeastLoadedDeviceSetter(worker_device,
-ps_devices)`` (trainers/placement.py; a context manager now, as TF2's
+ps_devices)`` (``trainstack.tensorpack.graph_builder.utils``; a context manager now, as TF2's
 ``tf.device`` takes no device functions).
 """
 from __future__ import annotations
@@ -28,19 +28,19 @@ from typing import Any
 
 import tensorflow as tf
 
-from trainstack.towers.run.config import TrainConfig
+from trainstack.towers import TrainConfig
 from trainstack.towers.session.devices import resolve_devices
-from trainstack.towers.trainers.construction import reject_options as reject_legacy_options
 
 from ..tower import TowerContext
 from .compat import warn_deprecated
+from .config import towers_of
 
 __all__ = ["legacy_devices", "legacy_options", "build_on_multi_tower"]
 
 
 def legacy_devices(config: TrainConfig) -> list[int]:
     """The towers of the older form: ``config.tower`` (device indices)."""
-    return list(config.tower)
+    return towers_of(config)
 
 
 def legacy_options(owner: str, signature: str | None, given: Mapping[str, Any],
@@ -53,7 +53,8 @@ def legacy_options(owner: str, signature: str | None, given: Mapping[str, Any],
     older one does not have.
     """
     if signature is None:
-        reject_legacy_options(owner, given)
+        if given:
+            raise TypeError(f"{owner}() got unexpected keyword argument(s) {sorted(given)}")
         return {}
     unknown = sorted(set(given) - set(defaults))
     if unknown:
