@@ -1,6 +1,7 @@
 """Export of models written in TF1 style (issue 24): a layer-function model (Conv2D, BatchNorm, ...) and a
 ``tf.compat.v1.get_variable`` model, loaded by their TF1 names, exported with ``export_saved_model`` and
-``ModelExporter.export_compact``; the exported models give the predictor's outputs."""
+``ModelExporter.export_compact`` (tensorpack's, ``trainstack.tensorpack.tfutils.export``); the exported models
+give the predictor's outputs."""
 from __future__ import annotations
 
 import numpy as np
@@ -9,7 +10,8 @@ import tensorflow as tf
 import tf1_layer_cases as layer_cases  # by name (this folder is on sys.path, see conftest.py)
 import tf1_variable_cases as variable_cases
 
-from trainstack.towers import ModelExporter, OfflinePredictor, PredictConfig, SmartInit, export_saved_model
+from trainstack.tensorpack.tfutils.export import ModelExporter
+from trainstack.towers import OfflinePredictor, PredictConfig, SmartInit, export_saved_model
 
 
 def _cases():
@@ -48,3 +50,33 @@ def test_tf1_style_models_export_and_serve_the_predictors_outputs(kind, tmp_path
     imported = tf.compat.v1.wrap_function(lambda: tf.compat.v1.import_graph_def(graph_def, name=""), [])
     run = imported.prune([f"{input_name}:0"], [f"{output}:0"])
     np.testing.assert_allclose(run(tf.constant(x))[0].numpy(), expected, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("optimize", [True, False])
+def test_export_compact_freezes_the_graph(classifier, make_df, optimize, tmp_path):
+    """tensorpack's compact export of a core ModelDesc (a Keras layer): frozen, and the predictor's outputs."""
+    model = classifier()
+    config = PredictConfig(model=model, output_names=["logits", "cost:0"])
+    path = ModelExporter(config).export_compact(str(tmp_path / "graph.pb"), optimize=optimize)
+    graph_def = tf.compat.v1.GraphDef()
+    with open(path, "rb") as f:
+        graph_def.ParseFromString(f.read())
+    assert not [n.name for n in graph_def.node if n.op in ("VarHandleOp", "ReadVariableOp")]
+
+    imported = tf.compat.v1.wrap_function(lambda: tf.compat.v1.import_graph_def(graph_def, name=""), [])
+    run = imported.prune(["x:0", "label:0"], ["logits:0", "cost:0"])
+    x, label = make_df(1, batch=5, seed=4)[0]
+    logits, cost = run(tf.constant(x), tf.constant(label))
+    expected_logits, expected_cost = OfflinePredictor(config)(x, label)
+    np.testing.assert_allclose(logits.numpy(), expected_logits, rtol=1e-6, atol=1e-6)
+    np.testing.assert_allclose(cost.numpy(), expected_cost, rtol=1e-6)
+    # frozen: later changes of the variables do not reach the exported graph
+    model.fc.kernel.assign(model.fc.kernel + 1.0)
+    np.testing.assert_allclose(run(tf.constant(x), tf.constant(label))[0].numpy(), expected_logits,
+                               rtol=1e-6, atol=1e-6)
+
+    with pytest.raises(ValueError, match="toco_compatible"):
+        ModelExporter(config).export_compact(str(tmp_path / "g2.pb"), optimize=False, toco_compatible=True)
+    with pytest.raises(ValueError, match="cannot all be graph nodes of their own name"):
+        ModelExporter(PredictConfig(model=classifier(), output_names=["x"])).export_compact(
+            str(tmp_path / "d.pb"))  # an output named like an input

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from trainstack.callbacks import ModelSaver
-from trainstack.towers import ModelExporter, OfflinePredictor, PredictConfig, SimpleTrainer, export_saved_model
+from trainstack.towers import ModelExporter, PredictConfig, SimpleTrainer, export_saved_model
 
 # Run with `python -I` and an import hook refusing every `trainstack` module (installed editable or
 # from wheels): the SavedModel must load and run with TensorFlow alone.
@@ -87,37 +87,6 @@ def test_export_arguments(classifier, tmp_path):
     with pytest.raises(TypeError, match="PredictConfig"):
         ModelExporter(classifier())
     assert not (tmp_path / "a").exists() and not (tmp_path / "b").exists()
-    with pytest.raises(ValueError, match="cannot all be graph nodes of their own name"):
-        ModelExporter(PredictConfig(model=classifier(), output_names=["x"])).export_compact(
-            str(tmp_path / "d.pb"))  # an output named like an input
     # tags=["serve"] is what is written anyway
     path = ModelExporter(config).export_serving(str(tmp_path / "c"), tags=["serve"])
     assert os.path.isfile(os.path.join(path, "saved_model.pb"))
-
-
-@pytest.mark.parametrize("optimize", [True, False])
-def test_export_compact_freezes_the_graph(classifier, make_df, optimize, tmp_path):
-    import tensorflow as tf
-
-    model = classifier()
-    config = PredictConfig(model=model, output_names=["logits", "cost:0"])
-    path = ModelExporter(config).export_compact(str(tmp_path / "graph.pb"), optimize=optimize)
-    graph_def = tf.compat.v1.GraphDef()
-    with open(path, "rb") as f:
-        graph_def.ParseFromString(f.read())
-    assert not [n.name for n in graph_def.node if n.op in ("VarHandleOp", "ReadVariableOp")]
-
-    imported = tf.compat.v1.wrap_function(lambda: tf.compat.v1.import_graph_def(graph_def, name=""), [])
-    run = imported.prune(["x:0", "label:0"], ["logits:0", "cost:0"])
-    x, label = make_df(1, batch=5, seed=4)[0]
-    logits, cost = run(tf.constant(x), tf.constant(label))
-    expected_logits, expected_cost = OfflinePredictor(config)(x, label)
-    np.testing.assert_allclose(logits.numpy(), expected_logits, rtol=1e-6, atol=1e-6)
-    np.testing.assert_allclose(cost.numpy(), expected_cost, rtol=1e-6)
-    # frozen: later changes of the variables do not reach the exported graph
-    model.fc.kernel.assign(model.fc.kernel + 1.0)
-    np.testing.assert_allclose(run(tf.constant(x), tf.constant(label))[0].numpy(), expected_logits,
-                               rtol=1e-6, atol=1e-6)
-
-    with pytest.raises(ValueError, match="toco_compatible"):
-        ModelExporter(config).export_compact(str(tmp_path / "g2.pb"), optimize=False, toco_compatible=True)

@@ -50,7 +50,7 @@ CHECKED_WITH = "TensorFlow 2.21.0, Keras 3.15.1"
 
 @dataclass(frozen=True)
 class PrivateAPI:
-    """One private access: ``name`` (what is reached), ``used_by`` (the core's module), ``why``
+    """One private access: ``name`` (what is reached), ``used_by`` (the module using it), ``why
     (what no public API gives), ``fallback`` (what happens without it; None: an error)."""
 
     name: str
@@ -113,9 +113,9 @@ PRIVATE_APIS: dict[str, PrivateAPI] = {api.name: api for api in [
                "tells a learning-rate schedule from a number or variable (optimizer.learning_rate "
                "evaluates the schedule)", "the optimizer's config"),
     PrivateAPI("tensorflow.python.framework.convert_to_constants.convert_variables_to_constants_v2",
-               "towers.predict.export", "ModelExporter.export_compact: a frozen GraphDef, as tensorpack's",
+               "tensorpack.tfutils.export", "ModelExporter.export_compact: a frozen GraphDef, as tensorpack's",
                None),
-    PrivateAPI("tensorflow.python.tools.optimize_for_inference_lib", "towers.predict.export",
+    PrivateAPI("tensorflow.python.tools.optimize_for_inference_lib", "tensorpack.tfutils.export",
                "ModelExporter.export_compact(optimize=True)", None),
 ]}
 

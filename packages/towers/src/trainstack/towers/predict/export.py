@@ -17,8 +17,8 @@ keyword arguments and returning a dict keyed by ``output_names``. The SavedModel
 holds the model's variables and the traced graph only: loading it imports no
 trainstack code.
 
-:meth:`ModelExporter.export_compact` writes tensorpack's other format: one
-``GraphDef`` file with the variables frozen to constants.
+tensorpack's other format, one ``GraphDef`` file with the variables frozen to constants
+(``export_compact``), is ``trainstack.tensorpack.tfutils.export.ModelExporter``'s.
 """
 from __future__ import annotations
 
@@ -27,8 +27,6 @@ import os
 from collections.abc import Sequence
 
 import tensorflow as tf
-
-from trainstack.callbacks import tf_private
 
 from .predict_config import OfflinePredictor, PredictConfig
 
@@ -87,52 +85,6 @@ class ModelExporter:
         tf.saved_model.save(servable, path, signatures={signature_name: servable.serve})
         logger.info("SavedModel written to %s (signature %r: %s -> %s).", path, signature_name,
                     self.config.input_names, self.config.output_names)
-        return path
-
-
-    def export_compact(self, filename: str | os.PathLike, optimize: bool = True,
-                       toco_compatible: bool = False) -> str:
-        """Write the inference graph with its variables frozen to constants, as one binary
-        ``GraphDef`` file (tensorpack's compact export); return its path.
-
-        Its placeholders are named by the config's ``input_names`` and its outputs by its
-        ``output_names`` (tensor ``"<name>:0"``); TensorFlow 2 runs it with its own API
-        ``tf.compat.v1.wrap_function(lambda: tf.compat.v1.import_graph_def(graph_def, name=""),
-        []).prune(["x:0"], ["prob:0"])``. ``optimize`` runs TensorFlow's
-        ``optimize_for_inference`` on it (``toco_compatible`` is passed there). Prefer
-        :meth:`export_serving`: a SavedModel is what TensorFlow 2 tools load.
-        """
-        if toco_compatible and not optimize:
-            raise ValueError("export_compact(toco_compatible=True) only applies with optimize=True")
-        if not self.config.input_names:
-            raise ValueError("export_compact needs at least one input in PredictConfig(input_names=...)")
-        predictor = OfflinePredictor(self.config)
-        predict = predictor.tf_function
-        node_names = [name[:-2] if name.endswith(":0") else name for name in predictor.output_names]
-
-        made: list[str] = []
-
-        def named_outputs(*inputs: tf.Tensor) -> list[tf.Tensor]:
-            outputs = [tf.identity(t, name=n) for t, n in zip(predict(*inputs), node_names)]
-            made[:] = [t.op.name for t in outputs]
-            return outputs
-
-        concrete = tf.function(named_outputs, input_signature=list(predictor.input_signature), autograph=False)
-        frozen = tf_private.convert_variables_to_constants(concrete.get_concrete_function())
-        if made != node_names:
-            raise ValueError(f"export_compact: outputs {node_names} cannot all be graph nodes of their own "
-                             f"name (TensorFlow made {made}); output names must be distinct from the "
-                             "input names and be valid op names")
-        graph_def = frozen.graph.as_graph_def()
-        if optimize:
-            graph_def = tf_private.optimize_for_inference(
-                graph_def, list(self.config.input_names), node_names,
-                [s.dtype.as_datatype_enum for s in predictor.input_signature], toco_compatible)
-        path = os.fspath(filename)
-        with tf.io.gfile.GFile(path, "wb") as f:
-            f.write(graph_def.SerializeToString())
-        logger.info("Frozen inference graph written to %s (%s -> %s).", path, self.config.input_names,
-                    node_names)
         return path
 
 
