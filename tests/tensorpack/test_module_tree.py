@@ -133,7 +133,7 @@ def _trainstack_objects() -> dict[str, list]:
 #: tensorpack's older names, each the trainstack object of its newer name
 ALIASES = {"get_nr_gpu": "get_num_gpu", "BaseTowerContext": "TowerContext", "TowerFuncWrapper": "TowerFunc",
            "TowerTensorHandle": "TowerHandle", "TowerTensorHandles": "TowerHandles", "load_chkpt_vars": None,
-           "save_chkpt_vars": None, "get_model_loader": "SmartInit"}
+           "save_chkpt_vars": None}
 
 
 def _defined_in_this_layer(obj) -> bool:

@@ -193,13 +193,16 @@ def test_simple_dataset_predictor_predicts_each_datapoint(make_df):
 
 def test_saver_restore_and_get_model_loader_are_the_cores_initializers_by_tensorpacks_names():
     """``SaverRestore`` is ``CheckpointInit`` under tensorpack's signature, whose ``prefix`` (a name scope)
-    is refused; ``SaverRestoreRelaxed`` skips mismatched shapes; ``get_model_loader`` is ``SmartInit``."""
+    is refused; ``SaverRestoreRelaxed`` skips mismatched shapes; ``get_model_loader`` is this layer's
+    ``SmartInit`` (the core's, a checkpoint path a SaverRestore: tests/tensorpack/test_tf1_checkpoint_by_name.py)."""
+    from trainstack.tensorpack.tfutils.sessinit import SmartInit as TensorpackSmartInit
     from trainstack.towers import CheckpointInit
 
     with pytest.raises(TypeError, match="prefix='tower0'.*object"):
         SaverRestore("/nonexistent", prefix="tower0")
     assert SaverRestoreRelaxed.__mro__[1:3] == (SaverRestore, CheckpointInit)
-    assert get_model_loader is SmartInit
+    assert get_model_loader is TensorpackSmartInit
+    assert type(get_model_loader({"w": np.zeros(2)})) is type(SmartInit({"w": np.zeros(2)}))  # the core's DictRestore
 
 
 def test_data_parallel_builder_names_its_replacement():

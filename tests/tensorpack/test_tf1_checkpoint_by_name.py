@@ -12,8 +12,8 @@ import tensorflow as tf
 import tf1_layer_cases as cases  # by name (this folder is on sys.path, see conftest.py)
 
 from trainstack.loop import Callback
-from trainstack.tensorpack.tfutils.sessinit import SaverRestoreRelaxed
-from trainstack.towers import CheckpointInit, OfflinePredictor, PredictConfig, ResumeError, SmartInit
+from trainstack.tensorpack.tfutils.sessinit import SaverRestore, SaverRestoreRelaxed, SmartInit
+from trainstack.towers import CheckpointInit, OfflinePredictor, PredictConfig, ResumeError
 
 SLOTS = {"conv0/W/Momentum": np.full((3, 3, 1, 4), 0.5, "float32"),
          "fc0/W/Momentum": np.full((64, 3), 0.25, "float32"), "global_step": np.int64(300)}
@@ -103,19 +103,37 @@ def test_a_shape_mismatch_names_the_variable_and_both_shapes(tmp_path, caplog):
 
 def test_resuming_from_a_tf1_checkpoint_is_refused_naming_smartinit(tmp_path):
     prefix = write_tf1_checkpoint(str(tmp_path / "model"), cases.WEIGHTS)
-    with pytest.raises(ResumeError, match=r"name-based \(TF1\) checkpoint.*session_init=SmartInit\("):
-        cases.train(cases.LayerModel(), session_init=CheckpointInit(prefix, resume=True), epochs=1)
+    for init in (CheckpointInit(prefix, resume=True), SaverRestore(prefix, resume=True)):
+        with pytest.raises(ResumeError, match=r"name-based \(TF1\) checkpoint.*session_init=SmartInit\("):
+            cases.train(cases.LayerModel(), session_init=init, epochs=1)
+
+
+def test_the_cores_checkpoint_init_refuses_a_tf1_checkpoint_naming_saver_restore(tmp_path):
+    """The core reads tf.train.Checkpoints only; nothing is restored and the error names this layer's
+    SaverRestore / SmartInit, which read the checkpoint by name."""
+    prefix = write_tf1_checkpoint(str(tmp_path / "model"), cases.WEIGHTS)
+    model = cases.LayerModel()
+    fresh = OfflinePredictor(PredictConfig(model=model, input_names=["input"], output_names=["logits"]))
+    before = {v.name: cases.value(v) for v in fresh.tower_func.variables}
+    with pytest.raises(ValueError, match=r"name-based \(TF1\) checkpoint.*trainstack.tensorpack's "
+                                         r"SaverRestore\(path\) or SmartInit\(path\)"):
+        CheckpointInit(prefix).init(fresh)
+    for v in fresh.tower_func.variables:
+        np.testing.assert_array_equal(cases.value(v), before[v.name], err_msg=v.name)
+    assert type(SmartInit(prefix)) is SaverRestore and type(SmartInit([prefix]).inits[0]) is SaverRestore
+    given = CheckpointInit(prefix)
+    assert SmartInit(given) is given  # a SessionInit is used as it is
 
 
 def test_strict_refuses_a_partial_tf1_checkpoint_and_changes_nothing(tmp_path):
     prefix = write_tf1_checkpoint(str(tmp_path / "model"), {k: v for k, v in cases.WEIGHTS.items() if k != "fc0/b"})
     with pytest.raises(ValueError, match=r"\(strict\): variables not in the checkpoint: \['fc0/b'\]"):
-        logits_with(CheckpointInit(prefix, strict=True))
+        logits_with(SaverRestore(prefix, strict=True))
     model = cases.LayerModel()
     config = PredictConfig(model=model, input_names=["input"], output_names=["logits"])
     fresh = OfflinePredictor(config)
     before = {v.name: cases.value(v) for v in fresh.tower_func.variables}
     with pytest.raises(ValueError, match="strict"):
-        CheckpointInit(prefix, strict=True).init(fresh)
+        SaverRestore(prefix, strict=True).init(fresh)
     for v in fresh.tower_func.variables:  # none of the values it has was loaded
         np.testing.assert_array_equal(cases.value(v), before[v.name], err_msg=v.name)

@@ -1,12 +1,21 @@
-"""tensorpack 0.11's ``tensorpack.tfutils.sessinit``: the core's initializers (``trainstack.towers``)
-and tensorpack's names for them, ``SaverRestore``, ``SaverRestoreRelaxed`` and ``get_model_loader``."""
+"""tensorpack 0.11's ``tensorpack.tfutils.sessinit``: the core's initializers (``trainstack.towers``) and
+tensorpack's for them: ``SaverRestore`` (``SaverRestoreRelaxed``), the core's ``CheckpointInit`` that also
+reads a name-based (TF1, tensorpack) checkpoint by variable name, and ``SmartInit`` (``get_model_loader``),
+the core's, picking ``SaverRestore`` for a checkpoint path."""
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Any
 
-from trainstack.towers import ChainInit, CheckpointInit, DictRestore, JustCurrentSession, SessionInit, SmartInit
+import keras
+import tensorflow as tf
+
+from trainstack.callbacks import checkpoint_objects_of
+from trainstack.callbacks.checkpoint_layout import walk
+from trainstack.callbacks.variables import is_variable
+from trainstack.towers import ChainInit, CheckpointInit, DictRestore, InitReport, JustCurrentSession, SessionInit
+from trainstack.towers import SmartInit as CoreSmartInit
 
 from .._replaced import unprovided
 
@@ -17,7 +26,8 @@ __all__ = [
 
 
 class SaverRestore(CheckpointInit):
-    """tensorpack's name for :class:`CheckpointInit`: ``SaverRestore(model_path, prefix=None, ignore=())``.
+    """tensorpack's ``SaverRestore(model_path, prefix=None, ignore=())``: the core's :class:`CheckpointInit`,
+    which also reads a name-based (TF1, tensorpack) checkpoint by variable name (:meth:`_restore_by_name`).
 
     ``prefix`` (load a checkpoint into a name scope) has no meaning for object-based
     checkpoints, which match values by object structure, not by name: it must be None.
@@ -34,6 +44,50 @@ class SaverRestore(CheckpointInit):
                 "checkpoint_objects under the name the checkpoint used, or use DictRestore with renamed keys")
         super().__init__(model_path, ignore, **kwargs)
 
+    def _restore_by_name(self, trainer: Any) -> InitReport:
+        """A name-based (TF1) checkpoint, as tensorpack's ``SaverRestore`` loaded it: each value
+        into the variable of its name (``conv0/W``: the TF1 name of a layer function's variable,
+        a ``tf.Variable`` name or a Keras path, as :class:`DictRestore` matches them). Variables
+        the checkpoint lacks keep their values and values no variable has are not used, both
+        warned with their names; tensorpack's optimizer slots and training-only values
+        (``conv0/W/Momentum``, ``EMA/...``, ``global_step``, ...) are reported at INFO level, and so
+        is the trainer's training state the checkpoint lacks (the Keras optimizer's variables: they
+        start fresh, as tensorpack's did when loading a model into a new optimizer). A shape
+        mismatch is a ValueError (tensorpack's Saver failed too), or with ``ignore_mismatch=True``
+        a warning, the variable keeping its value. ``ignore`` names values
+        not to load; ``resume=True`` is refused: a run resumes from its own object-based checkpoint."""
+        if self.resume:
+            return super()._restore_by_name(trainer)  # the core's ResumeError
+        reader = tf.train.load_checkpoint(self.path)
+        names = sorted(reader.get_variable_to_shape_map())
+        values = {name: reader.get_tensor(name) for name in names if name not in self.ignore}
+        variables = _variables(checkpoint_objects_of(trainer, repr(self)))
+        # strict: nothing may change when the check fails, so the values are put back then
+        before = [(var, tf.identity(var).numpy()) for _, var in variables] if self.strict else []
+        try:
+            report = DictRestore(values, ignore_mismatch=self.ignore_mismatch)._run_init(trainer)
+        except ValueError as e:
+            raise ValueError(f"{self!r} (a name-based checkpoint): {e}") from None
+        report.source, report.by_name = f"checkpoint {self.path} (by name)", True
+        # the variables warned about by their TF1 names (conv0/W), as tensorpack did; Keras ones by their paths
+        by_name = {_display_name(path, var): (_display_name(path, var) if isinstance(var, keras.Variable)
+                                                else _strip_tensor_suffix(var.name)) for path, var in variables}
+        model = {_display_name(path, var) for path, var in variables if path.split("/", 1)[0] == "model"}
+        # (report.restored keeps the display names: predictors check them against their variables)
+        report.fresh = sorted(by_name.get(n, n) for n in report.missing if n not in model)
+        report.missing = sorted(by_name.get(n, n) for n in report.missing if n in model)
+        report.skipped = sorted([*(by_name.get(n, n) for n in report.skipped),
+                                 *(n for n in names if n in self.ignore)])
+        training_only = [n for n in report.unused if _is_training_name(n)]
+        report.unused = [n for n in report.unused if n not in training_only]
+        report.not_needed, report.not_needed_by = training_only, "the model (optimizer or training-only values)"
+        if self.strict and (report.missing or report.unused):
+            for var, value in before:
+                var.assign(value)
+            raise ValueError(f"{self!r} (strict): variables not in the checkpoint: {report.missing}; "
+                             f"checkpoint values with no variable: {report.unused}")
+        return report
+
 
 class SaverRestoreRelaxed(SaverRestore):
     """:class:`SaverRestore` that skips (with a warning) values whose shape differs from their variable's."""
@@ -44,7 +98,44 @@ class SaverRestoreRelaxed(SaverRestore):
         super().__init__(model_path, prefix, ignore, **kwargs)
 
 
-#: tensorpack's older name for :func:`~trainstack.towers.SmartInit`.
+def SmartInit(obj: Any, *, ignore_mismatch: bool = False) -> SessionInit:  # noqa: N802 (tensorpack's name)
+    """tensorpack's SmartInit: the core's :func:`~trainstack.towers.SmartInit`, but a checkpoint path (a
+    prefix or a directory) is a :class:`SaverRestore`, which also reads a TF1 checkpoint by name, as
+    tensorpack's did. A :class:`SessionInit` given is used as it is."""
+    if isinstance(obj, (list, tuple)) and obj:
+        return ChainInit([SmartInit(x, ignore_mismatch=ignore_mismatch) for x in obj])
+    init = CoreSmartInit(obj, ignore_mismatch=ignore_mismatch)
+    if type(init) is CheckpointInit and not isinstance(obj, SessionInit):
+        return SaverRestore(init.path, ignore_mismatch=ignore_mismatch)
+    return init
+
+
+#: tensorpack's older name for :func:`SmartInit`.
 get_model_loader = SmartInit
+
+
+_TRAINING_SUFFIXES = ("/Adam", "/Adam_1", "/Momentum", "/Adadelta", "/Adadelta_1", "/RMSProp", "/RMSProp_1",
+                      "/Adagrad", "/AccumGrad")
+
+
+def _is_training_name(name: str) -> bool:
+    """tensorpack's guess (``varmanip.is_training_name``) that a checkpoint value only serves
+    training (an optimizer slot, a summary's moving average, the step counter...)."""
+    return (name.endswith(_TRAINING_SUFFIXES) or name.startswith(("EMA/", "AccumGrad", "apply_gradients"))
+            or "/EMA/" in name or name in ("global_step", "learning_rate", "beta1_power", "beta2_power"))
+
+
+def _variables(objects: Mapping[str, Any]) -> list[tuple[str, Any]]:
+    """(path under checkpoint_objects, variable) for every variable reachable from ``objects``."""
+    return [(path, obj) for path, obj in walk(objects).values() if is_variable(obj)]
+
+
+def _display_name(path: str, var: Any) -> str:
+    """A variable's name in the reports: its Keras path, or its path under checkpoint_objects."""
+    return var.path if isinstance(var, keras.Variable) else path
+
+
+def _strip_tensor_suffix(name: str) -> str:
+    return name[:-2] if name.endswith(":0") else name
 
 __getattr__ = unprovided(__name__)

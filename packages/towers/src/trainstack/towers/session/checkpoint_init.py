@@ -2,7 +2,7 @@
 
 Values are paired with variables once, before anything is restored, by
 :func:`trainstack.callbacks.checkpoint_layout.match_checkpoint` (the savers' layout); a
-name-based (TF1, tensorpack) checkpoint is read by variable name. See
+name-based (TF1, tensorpack) checkpoint is refused, naming the tensorpack layer's SaverRestore. See
 :mod:`trainstack.towers.session.sessinit` for what an initializer is.
 """
 from __future__ import annotations
@@ -26,8 +26,7 @@ from trainstack.callbacks.checkpoint_layout import (
 )
 from trainstack.loop.checks import check_bool
 
-from .dict_restore import DictRestore
-from .sessinit import InitReport, ResumeError, SessionInit, _display_name, _strip_tensor_suffix, _variables
+from .sessinit import InitReport, ResumeError, SessionInit, _display_name, _strip_tensor_suffix
 
 __all__ = ["CheckpointInit"]
 
@@ -142,49 +141,18 @@ class CheckpointInit(SessionInit):
         return report
 
     def _restore_by_name(self, trainer: Any) -> InitReport:
-        """A name-based (TF1) checkpoint, as tensorpack's ``SaverRestore`` loaded it: each value
-        into the variable of its name (``conv0/W``: the TF1 name of a layer function's variable,
-        a ``tf.Variable`` name or a Keras path, as :class:`DictRestore` matches them). Variables
-        the checkpoint lacks keep their values and values no variable has are not used, both
-        warned with their names; tensorpack's optimizer slots and training-only values
-        (``conv0/W/Momentum``, ``EMA/...``, ``global_step``, ...) are reported at INFO level, and so
-        is the trainer's training state the checkpoint lacks (the Keras optimizer's variables: they
-        start fresh, as tensorpack's did when loading a model into a new optimizer). A shape
-        mismatch is a ValueError (tensorpack's Saver failed too), or with ``ignore_mismatch=True``
-        a warning, the variable keeping its value. ``ignore`` names values
-        not to load; ``resume=True`` is refused: a run resumes from its own object-based checkpoint."""
+        """Hook: a name-based (TF1) checkpoint, keyed by variable name (``conv0/W``) rather than by
+        object structure. The core refuses it, naming ``trainstack.tensorpack``'s ``SaverRestore`` /
+        ``SmartInit``, which read it by name as tensorpack did; ``resume=True`` is refused: a run
+        resumes from its own object-based checkpoint."""
         if self.resume:
             raise ResumeError(f"cannot resume from {self.path}: it is a name-based (TF1) checkpoint, not one "
                               "this run wrote; start from it with session_init=SmartInit(path) instead")
-        reader = tf.train.load_checkpoint(self.path)
-        names = sorted(reader.get_variable_to_shape_map())
-        values = {name: reader.get_tensor(name) for name in names if name not in self.ignore}
-        variables = _variables(checkpoint_objects_of(trainer, repr(self)))
-        # strict: nothing may change when the check fails, so the values are put back then
-        before = [(var, tf.identity(var).numpy()) for _, var in variables] if self.strict else []
-        try:
-            report = DictRestore(values, ignore_mismatch=self.ignore_mismatch)._run_init(trainer)
-        except ValueError as e:
-            raise ValueError(f"{self!r} (a name-based checkpoint): {e}") from None
-        report.source, report.by_name = f"checkpoint {self.path} (by name)", True
-        # the variables warned about by their TF1 names (conv0/W), as tensorpack did; Keras ones by their paths
-        by_name = {_display_name(path, var): (_display_name(path, var) if isinstance(var, keras.Variable)
-                                                else _strip_tensor_suffix(var.name)) for path, var in variables}
-        model = {_display_name(path, var) for path, var in variables if path.split("/", 1)[0] == "model"}
-        # (report.restored keeps the display names: predictors check them against their variables)
-        report.fresh = sorted(by_name.get(n, n) for n in report.missing if n not in model)
-        report.missing = sorted(by_name.get(n, n) for n in report.missing if n in model)
-        report.skipped = sorted([*(by_name.get(n, n) for n in report.skipped),
-                                 *(n for n in names if n in self.ignore)])
-        training_only = [n for n in report.unused if _is_training_name(n)]
-        report.unused = [n for n in report.unused if n not in training_only]
-        report.not_needed, report.not_needed_by = training_only, "the model (optimizer or training-only values)"
-        if self.strict and (report.missing or report.unused):
-            for var, value in before:
-                var.assign(value)
-            raise ValueError(f"{self!r} (strict): variables not in the checkpoint: {report.missing}; "
-                             f"checkpoint values with no variable: {report.unused}")
-        return report
+        raise ValueError(
+            f"{self!r}: {self.path} is a name-based (TF1) checkpoint, keyed by variable name, not a "
+            "tf.train.Checkpoint. Load it by name with trainstack.tensorpack's SaverRestore(path) or SmartInit(path) "
+            "(from trainstack.tensorpack import SmartInit), as tensorpack did, or with DictRestore of its values "
+            "(tf.train.load_checkpoint(path).get_tensor(name) for each name)")
 
     def _ignored_ids(self, objects: Mapping[str, Any], reachable: Mapping[int, tuple[str, Any]],
                      found: Mapping[int, tuple[str, Any]]) -> list[int]:
@@ -201,17 +169,6 @@ class CheckpointInit(SessionInit):
                              f"checkpoint_objects ({sorted(objects)}), a Keras variable path or a "
                              "checkpoint key (as listed by tf.train.list_variables)")
         return [ids[name] for name in self.ignore]
-
-
-_TRAINING_SUFFIXES = ("/Adam", "/Adam_1", "/Momentum", "/Adadelta", "/Adadelta_1", "/RMSProp", "/RMSProp_1",
-                      "/Adagrad", "/AccumGrad")
-
-
-def _is_training_name(name: str) -> bool:
-    """tensorpack's guess (``varmanip.is_training_name``) that a checkpoint value only serves
-    training (an optimizer slot, a summary's moving average, the step counter...)."""
-    return (name.endswith(_TRAINING_SUFFIXES) or name.startswith(("EMA/", "AccumGrad", "apply_gradients"))
-            or "/EMA/" in name or name in ("global_step", "learning_rate", "beta1_power", "beta2_power"))
 
 
 def _resume_message(init: CheckpointInit, trainer: Any, match: CheckpointMatch) -> str:

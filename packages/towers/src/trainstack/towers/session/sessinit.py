@@ -18,8 +18,8 @@ restored and, as warnings, what was missing on either side; the details stay in
   restores ``monitor_state`` itself when a run resumes). A run resuming from its own
   checkpoint (``resume=True``) stops with a :class:`ResumeError` when the checkpoint lacks
   a variable; loading a pretrained or foreign one warns with the list. A name-based (TF1,
-  tensorpack) checkpoint, keyed by variable name (``conv0/W``, ``bn/mean/EMA``), is read by
-  name as tensorpack's ``SaverRestore`` did (see ``CheckpointInit._restore_by_name``).
+  tensorpack) checkpoint, keyed by variable name (``conv0/W``, ``bn/mean/EMA``), is refused
+  naming ``trainstack.tensorpack``'s ``SaverRestore``, which reads it by name as tensorpack did.
 - :class:`DictRestore`: ``{variable name: array}``, by Keras 3 ``variable.path``
   (``"dense/kernel"``), ``tf.Variable.name`` (a ``":0"`` suffix is optional) or the
   variable's path under ``checkpoint_objects`` (``"w"`` for ``{"w": tf.Variable(...)}``).
