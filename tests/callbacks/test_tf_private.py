@@ -58,7 +58,7 @@ def test_a_missing_api_without_fallback_is_an_error_naming_it(monkeypatch):
 
     monkeypatch.setattr(tf_private, "_eager_context_module", moved)
     with pytest.raises(tf_private.PrivateAPIError, match=r"tensorflow\.python\.eager\.context\.eager_mode is "
-                       r"missing or changed in TensorFlow .*\(towers\.tower\.eager\)"):
+                       r"missing or changed in TensorFlow .*\(tensorpack\.tf1\.eager\)"):
         tf_private.eager_mode()
     assert "the step's fast paths" in tf_private.unavailable(distribute=False)
 

@@ -224,3 +224,14 @@ def test_setup_input_is_the_first_step_of_a_trainer_building_its_own_graph(dataf
     trainer.setup_callbacks([], [])
     names = [type(cb).__name__ for cb in trainer.callbacks.cbs]
     assert names and all(any(type(cb).__name__ == n for n in names) for cb in source.get_callbacks())
+
+
+def test_a_tf1_graph_block_is_refused_naming_the_tensorpack_layer(model, dataflow):
+    """The core trains eagerly: its trainers' entry points refuse a TF1 script's `with tf.Graph().as_default():`
+    block (trainstack.tensorpack's trainers run there: tests/tensorpack/test_porting_names.py)."""
+    trainer = SimpleTrainer()
+    with tf.Graph().as_default(), pytest.raises(RuntimeError, match=r"SimpleTrainer.setup_graph\(\) was called "
+                                                                    r"inside a `with tf.Graph\(\).as_default\(\):`.*"
+                                                                    r"trainstack.tensorpack's trainers"):
+        trainer.setup_graph(model.get_input_signature(), dataflow, model.build_graph, model.get_optimizer)
+    assert trainer.train_op is None

@@ -60,7 +60,7 @@ class PrivateAPI:
 
 
 PRIVATE_APIS: dict[str, PrivateAPI] = {api.name: api for api in [
-    PrivateAPI("tensorflow.python.eager.context.eager_mode", "towers.tower.eager",
+    PrivateAPI("tensorflow.python.eager.context.eager_mode", "tensorpack.tf1.eager",
                "leaves a graph a user made the default with Graph.as_default(): trainers train eagerly "
                "inside a TF1 script's `with tf.Graph().as_default():` block", None),
     PrivateAPI("tensorflow.python.eager.context.default_execution_mode", "towers.tower.eager",

@@ -7,6 +7,7 @@ modules and the tests that prove them):
 - room.py       ``emulation()``, the switch with every patch
 - tower.py, model_desc.py, trainers.py  the core's classes overriding its hooks with the room
 - feedfree.py   tensorpack 003's feedfree trainers
+- eager.py      the trainers' entry points, eagerly also inside ``with tf.Graph().as_default():``
 - variables.py  ``tf.compat.v1.get_variable``
 - summaries.py  ``tf.summary.*``, ``tf.compat.v1.summary.*``, ``add_param_summary``
 - summary_ops.py what a TF1 summary becomes in a tower: a tensor computed when written

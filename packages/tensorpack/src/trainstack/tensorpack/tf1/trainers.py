@@ -12,7 +12,10 @@
 - ``implicit_callbacks``: the callback keeping ``get_global_step_var()`` equal to the loop's step
   (``tower_func``'s setter marks the trainer's tower function as one whose training towers may
   read it: in a tower a core trainer trains it is an error);
-- ``_in_graph_step_done``: that variable advances with each step of a multi-step call.
+- ``_in_graph_step_done``: that variable advances with each step of a multi-step call;
+
+and runs ``setup_input``, ``setup_graph`` and ``train`` eagerly inside a TF1 script's
+``with tf.Graph().as_default():`` block (:mod:`.eager`), which the core's trainers refuse.
 
 And tensorpack 003's forms: ``SimpleTrainer(config).train()``,
 ``SyncMultiGPUTrainerReplicated(config, gpu_prefetch=True)``,
@@ -33,6 +36,7 @@ from trainstack.towers import trainers as core
 from trainstack.towers.run.config import TrainConfig
 
 from . import recording, step_counter
+from .eager import eager_execution
 from .legacy.compat import bind_legacy_config, train_legacy
 from .legacy.compat_multigpu import build_on_multi_tower, legacy_devices, legacy_options
 from .room import emulation
@@ -91,6 +95,19 @@ class TF1Trainer:
     def _in_graph_step_done(self) -> None:
         super()._in_graph_step_done()  # type: ignore[misc]
         step_counter.advance_in_graph()
+
+    # -- eagerly, also inside a TF1 script's `with tf.Graph().as_default():` block --------------------
+    def setup_input(self, *args: Any, **kwargs: Any) -> Any:
+        with eager_execution(f"{type(self).__name__}.setup_input()"):
+            return super().setup_input(*args, **kwargs)  # type: ignore[misc]
+
+    def setup_graph(self, *args: Any, **kwargs: Any) -> Any:
+        with eager_execution(f"{type(self).__name__}.setup_graph()"):
+            return super().setup_graph(*args, **kwargs)  # type: ignore[misc]
+
+    def train(self, *args: Any, **kwargs: Any) -> Any:
+        with eager_execution(f"{type(self).__name__}.train()"):
+            return super().train(*args, **kwargs)  # type: ignore[misc]
 
 
 class OlderForms:

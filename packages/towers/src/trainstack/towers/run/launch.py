@@ -16,7 +16,7 @@ from typing import Any
 
 from trainstack.inputs import InputSource, QueueInput
 
-from ..tower.eager import eager_execution
+from ..tower.eager import check_eager_execution
 from ..tower.model_desc import ModelDesc
 from ..trainers.single_cost import SingleCostTrainer
 from .config import TrainConfig
@@ -63,11 +63,7 @@ def launch_train_with_config(config: TrainConfig, trainer: SingleCostTrainer) ->
 
         launch_train_with_config(config, SimpleTrainer())
     """
-    with eager_execution("launch_train_with_config()"):
-        _launch(config, trainer)
-
-
-def _launch(config: TrainConfig, trainer: SingleCostTrainer) -> None:
+    check_eager_execution("launch_train_with_config()")
     if not isinstance(config, TrainConfig):
         raise TypeError(f"launch_train_with_config expects a TrainConfig, got {config!r:.80} "
                         f"({type(config).__name__})")

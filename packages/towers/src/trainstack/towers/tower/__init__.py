@@ -4,7 +4,7 @@ The bottom of trainstack.towers (tensorpack's ``tfutils/tower.py``, ``graph_buil
 and ``ModelDesc``): what trainers and predictors build their graphs from.
 """
 from .context import TowerContext, get_current_tower_context
-from .eager import check_eager_execution, eager_execution
+from .eager import check_eager_execution
 from .gradproc import (
                     FilterNoneGrad,
                     GlobalNormClip,
@@ -26,5 +26,4 @@ __all__ = [
     "VariableReuseError", "TracedStep", "RetraceError", "ModelDescBase", "ModelDesc", "KerasModelDesc",
     "GradientProcessor", "FilterNoneGrad", "GlobalNormClip", "MapGradient", "ScaleGradient",
     "SummaryGradient", "ProcessedOptimizer", "apply_grad_processors", "check_eager_execution",
-    "eager_execution",
 ]

@@ -1,40 +1,24 @@
-"""trainstack runs eagerly, also inside a TF1 script's ``with tf.Graph().as_default():`` block.
+"""trainstack's core trains eagerly: its entry points refuse a process or a block that does not.
 
-tensorpack's scripts written for TF1 sessions often train inside
-``with tf.Graph().as_default():``. trainstack's trainers run eagerly and trace
-their steps with ``tf.function``; :func:`eager_execution` runs them so, inside
-such a block too (the block's graph stays the default graph for the script's
-own code, and what the script built in it stays usable). Only a process that
-turned eager execution off (``tf.compat.v1.disable_eager_execution()``, TF1
-sessions) cannot train, and :func:`check_eager_execution` says so.
+The trainers run eagerly and trace their steps with ``tf.function``. A process that
+turned eager execution off (``tf.compat.v1.disable_eager_execution()``, TF1 sessions)
+cannot train, and :func:`check_eager_execution` says so; so does a trainer's entry point
+called inside a TF1 script's ``with tf.Graph().as_default():`` block, which
+``trainstack.tensorpack``'s trainers run eagerly instead (its TF1 room).
 """
 from __future__ import annotations
 
-import contextlib
 import functools
-import logging
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any, TypeVar
 
 import tensorflow as tf
 
 from trainstack.callbacks import tf_private
 
-__all__ = ["check_eager_execution", "eager_execution", "runs_eagerly"]
-
-logger = logging.getLogger("trainstack.towers")
+__all__ = ["check_eager_execution", "runs_eagerly"]
 
 F = TypeVar("F", bound=Callable[..., Any])
-
-
-def _eager_mode() -> Any:
-    # TensorFlow's own switch into eager mode: the only way out of a graph that a user made the
-    # default with Graph.as_default()
-    return tf_private.eager_mode()
-
-
-def _eager_disabled() -> bool:
-    return tf_private.eager_execution_disabled()
 
 
 def check_eager_execution(who: str) -> None:
@@ -42,40 +26,27 @@ def check_eager_execution(who: str) -> None:
     process where eager execution was turned off (``tf.compat.v1.disable_eager_execution()``):
     trainstack cannot train there (it would fail later, deep in a callback, with "numpy() is only
     available when eager execution is enabled")."""
-    if _eager_disabled():
+    if tf_private.eager_execution_disabled():
         raise RuntimeError(
             f"{who} was called after tf.compat.v1.disable_eager_execution(): trainstack trains eagerly "
             "and builds its graph itself with tf.function, and TF1 sessions (tf.compat.v1.Session) do "
             "not exist in it. Remove the disable_eager_execution() call; a `with tf.Graph()."
-            "as_default():` block around the training code may stay")
-
-
-_told: set[str] = set()
-
-
-@contextlib.contextmanager
-def eager_execution(who: str) -> Iterator[None]:
-    """Run the block eagerly: as it is outside any graph, or, inside a user's
-    ``with tf.Graph().as_default():`` block, as it would run outside it. Refused (with
-    :func:`check_eager_execution`'s error) when eager execution is off for the process."""
-    check_eager_execution(who)
-    if tf.executing_eagerly() or tf.inside_function():
-        yield
-        return
-    if who not in _told:
-        _told.add(who)
-        logger.info("%s runs eagerly, as outside the `with tf.Graph().as_default():` block around it: "
-                    "trainstack builds its own graph with tf.function; the block's graph stays the "
-                    "default for the script's own code", who)
-    with _eager_mode():
-        yield
+            "as_default():` block around the training code may stay with trainstack.tensorpack's trainers")
 
 
 def runs_eagerly(method: F) -> F:
-    """Run ``method`` (a trainer's entry point) under :func:`eager_execution`."""
+    """``method`` (a trainer's entry point) runs only eagerly: refused (:func:`check_eager_execution`)
+    in a process without eager execution, or inside a ``with tf.Graph().as_default():`` block."""
     @functools.wraps(method)
     def wrapper(self: Any, *args: Any, **kwargs: Any) -> Any:
-        with eager_execution(f"{type(self).__name__}.{method.__name__}()"):
-            return method(self, *args, **kwargs)
+        who = f"{type(self).__name__}.{method.__name__}()"
+        check_eager_execution(who)
+        if not tf.executing_eagerly() and not tf.inside_function():
+            raise RuntimeError(
+                f"{who} was called inside a `with tf.Graph().as_default():` (or tf.compat.v1.Session) block: "
+                "trainstack's core trains eagerly and builds its graph itself with tf.function. Call it "
+                "outside the block, or use trainstack.tensorpack's trainers (from trainstack.tensorpack import "
+                "SimpleTrainer), which run eagerly inside it as tensorpack's scripts need")
+        return method(self, *args, **kwargs)
 
     return wrapper  # type: ignore[return-value]
