@@ -282,3 +282,20 @@ def test_tf_summary_outside_towers_is_unchanged(tmp_path):
                        [tf.TensorSpec([None], tf.float32, "x")])
         with TowerContext("", is_training=False):
             fn(tf.ones([2]))  # a default writer is set: the user's own summary goes through
+
+
+def test_predict_config_keeps_tensorpacks_signature_and_refuses_its_tf1_arguments(make_df):
+    """tensorpack's ``PredictConfig(model, tower_func, input_signature, input_names, output_names,
+    session_creator, session_init, return_input, create_graph)``: the core's, whose TF1 arguments it refuses."""
+    from trainstack.tensorpack.predict import PredictConfig as TensorpackPredictConfig
+
+    with pytest.raises(TypeError, match="session_creator=.*RuntimeConfig"):
+        TensorpackPredictConfig(model=Model(), output_names=["logits"], session_creator=object())
+    with pytest.raises(ValueError, match="create_graph=False"):
+        TensorpackPredictConfig(model=Model(), output_names=["logits"], create_graph=False)
+    model = Model()
+    config = TensorpackPredictConfig(model, None, None, ["x"], ["logits"], None, None, True)  # positional, as tensorpack
+    assert isinstance(config, PredictConfig) and config.return_input and config.input_names == ["x"]
+    (x,), (logits,) = OfflinePredictor(config)(make_df(1, batch=3)[0][0])
+    np.testing.assert_allclose(logits, OfflinePredictor(PredictConfig(model=model, input_names=["x"],
+                                                                      output_names=["logits"]))(x)[0], rtol=1e-6)

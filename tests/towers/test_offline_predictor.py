@@ -137,10 +137,6 @@ def test_predict_config_errors(classifier, tmp_path):
         PredictConfig(tower_func=lambda x: x, output_names=["y"])
     with pytest.raises(TypeError, match="needs model="):
         PredictConfig(output_names=["y"])
-    with pytest.raises(TypeError, match="RuntimeConfig"):
-        PredictConfig(model=classifier(), output_names=["logits"], session_creator=object())
-    with pytest.raises(ValueError, match="create_graph=False"):
-        PredictConfig(model=classifier(), output_names=["logits"], create_graph=False)
     with pytest.raises(FileNotFoundError):
         PredictConfig(model=classifier(), output_names=["logits"], session_init=str(tmp_path / "none"))
     with pytest.raises(TypeError, match="PredictConfig"):

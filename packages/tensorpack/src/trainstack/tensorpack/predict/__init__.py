@@ -1,8 +1,9 @@
 """tensorpack 0.11's ``tensorpack.predict``: its names from ``trainstack.towers`` and this package's
-``dataset``."""
-from trainstack.towers import OfflinePredictor, OnlinePredictor, PredictConfig
+``config`` and ``dataset``."""
+from trainstack.towers import OfflinePredictor, OnlinePredictor
 
 from .._replaced import stand_in_names, unprovided
+from .config import PredictConfig
 from .dataset import DatasetPredictorBase, SimpleDatasetPredictor
 
 __all__ = ["OnlinePredictor", "OfflinePredictor", "PredictConfig", "DatasetPredictorBase", "SimpleDatasetPredictor"]

@@ -68,26 +68,15 @@ class PredictConfig:
     ``output_names`` are tensor names inside the tower (``tf.identity(x, name="prob")``).
     ``session_init``: how to set the variables (anything :func:`SmartInit` takes; None
     keeps their initial values). ``return_input``: predictors return ``(inputs, outputs)``.
-
-    The TF1 arguments: ``session_creator`` is refused with a TypeError naming
-    :class:`~trainstack.towers.RuntimeConfig`; ``create_graph=True`` (tensorpack's
-    default) is what always happens (each predictor traces its own ``tf.function``),
-    ``False`` is refused.
+    (tensorpack's TF1 arguments, ``session_creator`` and ``create_graph``, are
+    ``trainstack.tensorpack``'s PredictConfig's.)
     """
 
     def __init__(self, model: ModelDescBase | None = None,
                  tower_func: TowerFunc | Callable[..., Any] | None = None,
                  input_signature: Sequence[tf.TensorSpec] | None = None,
                  input_names: Sequence[str] | None = None, output_names: Sequence[str] | None = None,
-                 session_creator: Any = None, session_init: Any = None, return_input: bool = False,
-                 create_graph: bool = True) -> None:
-        if session_creator is not None:
-            raise TypeError("PredictConfig(session_creator=) is a TF1 argument: TensorFlow 2 creates no session. "
-                            "Runtime settings go to trainstack.towers.RuntimeConfig(...).apply() at the start of "
-                            "the program; initial variable values go to session_init=")
-        if create_graph is not True:
-            raise ValueError("PredictConfig(create_graph=False): there is no default graph to build into "
-                             "in TensorFlow 2; every predictor traces its own tf.function")
+                 session_init: Any = None, return_input: bool = False) -> None:
         if model is not None:
             if not isinstance(model, ModelDescBase):
                 raise TypeError(f"PredictConfig(model=...) must be a ModelDescBase, got {model!r}")
