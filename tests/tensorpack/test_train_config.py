@@ -98,3 +98,17 @@ def test_reject_session_args():
     assert "For this ConfigProto" not in str(err.value)
     with pytest.raises(TypeError, match="session_creator=.*RuntimeConfig.*session_init"):
         reject_session_args(session_creator=object())
+
+
+def test_get_sessinit_resume_resumes_the_latest_checkpoint(model, make_df, logger_dir):
+    """tensorpack's helper (the core's form: ``CheckpointInit(AutoResumeTrainConfig.find_checkpoint(),
+    resume=True)``)."""
+    from trainstack.callbacks import ModelSaver
+    from trainstack.towers import CheckpointInit
+
+    assert AutoResumeTrainConfig.get_sessinit_resume() is None
+    launch_train_with_config(TrainConfig(dataflow=make_df(2), model=model, max_epoch=1, callbacks=[ModelSaver()],
+                                         **quiet()), SimpleTrainer())
+    init = AutoResumeTrainConfig.get_sessinit_resume()
+    assert type(init) is CheckpointInit and init.resume
+    assert init.path == CoreAutoResumeTrainConfig.find_checkpoint(logger_dir)

@@ -157,7 +157,7 @@ def test_nothing_to_resume(classifier, make_df, logger_dir, tmp_path):
     df = make_df(STEPS)
     config = AutoResumeTrainConfig(dataflow=df, model=classifier(), starting_epoch=2)
     assert config.resumed_from is None and config.session_init is None and config.starting_epoch == 2
-    assert AutoResumeTrainConfig.get_sessinit_resume() is None
+    assert AutoResumeTrainConfig.find_checkpoint() is None
     assert AutoResumeTrainConfig.find_checkpoint(tmp_path / "missing") is None
 
 

@@ -22,6 +22,7 @@ from trainstack.inputs import FeedInput
 from trainstack.loop import Callback
 from trainstack.towers import (
     AutoResumeTrainConfig,
+    CheckpointInit,
     ModelDesc,
     ResumeError,
     SimpleTrainer,
@@ -106,7 +107,7 @@ def test_plain_tower_function_with_a_declared_owner_keeps_its_keys_across_a_rena
     saved = values(weights)
     assert model_keys(logger_dir) == ["body", "head"]
 
-    _, probe, _ = script_v2(declare=True, session_init=AutoResumeTrainConfig.get_sessinit_resume())
+    _, probe, _ = script_v2(declare=True, session_init=resume_init())
     for restored, expected in zip(probe.start_values, saved):
         np.testing.assert_array_equal(restored, expected)
     assert probe.start_values[-1] == STEPS  # the optimizer's state came back too
@@ -119,7 +120,7 @@ def test_plain_tower_function_renamed_without_a_declared_owner_cannot_resume(log
     assert model_keys(logger_dir) == ["body", "head"]  # the fallback: the closure's names
 
     with pytest.raises(ResumeError) as info:
-        script_v2(declare=False, session_init=AutoResumeTrainConfig.get_sessinit_resume())
+        script_v2(declare=False, session_init=resume_init())
     message = str(info.value)
     assert latest in message  # the checkpoint
     for key in ("model/encoder/_kernel", "model/encoder/bias"):  # the variables it lacks
@@ -215,7 +216,7 @@ def test_custom_trainer_with_declared_optimizers_keeps_their_keys_across_a_renam
     assert {"body_optimizer", "head_optimizer"} <= keys and not keys & {"body_opt", "head_opt"}
 
     trainer, probe = train_custom(RenamedTwoOptimizerTrainer, declare=True,
-                                  session_init=AutoResumeTrainConfig.get_sessinit_resume())
+                                  session_init=resume_init())
     assert len(probe.start_values) == len(saved)
     for restored, expected in zip(probe.start_values, saved):  # Adam's iterations, moments, ...
         np.testing.assert_array_equal(restored, expected)
@@ -227,7 +228,7 @@ def test_custom_trainer_renamed_optimizer_without_declaration_cannot_resume(logg
     latest = tf.train.latest_checkpoint(logger_dir)
     with pytest.raises(ResumeError) as info:
         train_custom(RenamedTwoOptimizerTrainer, declare=False,
-                     session_init=AutoResumeTrainConfig.get_sessinit_resume())
+                     session_init=resume_init())
     message = str(info.value)
     assert latest in message
     assert "encoder_opt/_iterations" in message  # the renamed optimizer's variables
@@ -382,3 +383,8 @@ def test_a_model_desc_declares_its_keys_with_checkpoint_objects(logger_dir):
     for restored, expected in zip(probe.start_values, saved):
         np.testing.assert_array_equal(restored, expected)
     assert model_keys(logger_dir) == ["fc"]
+
+
+def resume_init():
+    """The run's own latest checkpoint, restored as a resume (tensorpack's ``get_sessinit_resume()``)."""
+    return CheckpointInit(AutoResumeTrainConfig.find_checkpoint(), resume=True)

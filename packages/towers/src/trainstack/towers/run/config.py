@@ -290,14 +290,6 @@ class AutoResumeTrainConfig(TrainConfig):
                 "start a new run.")
         return None
 
-    @classmethod
-    def get_sessinit_resume(cls, dir: str | None = None) -> SessionInit | None:  # noqa: A002
-        """tensorpack's helper: a CheckpointInit of the latest checkpoint in ``dir`` (default: the
-        logger directory), or None. It resumes the run that wrote it: a variable it lacks is a
-        ResumeError (see ``CheckpointInit(resume=True)``)."""
-        checkpoint = cls.find_checkpoint(dir)
-        return None if checkpoint is None else CheckpointInit(checkpoint, resume=True)
-
     @staticmethod
     def _loop_state_init(checkpoint: str, logdir: str,
                          starting_epoch: int | None) -> LoopStateInit | None:

@@ -66,11 +66,10 @@ class CheckpointInit(SessionInit):
     whose shape differs from its variable's is a ValueError, or with
     ``ignore_mismatch=True`` a warning and the variable keeps its value.
 
-    ``resume=True``: the checkpoint is this run's own (``AutoResumeTrainConfig`` and
-    ``get_sessinit_resume`` pass it), so a variable of ``checkpoint_objects`` (model,
-    optimizer, ...) that it lacks is a :class:`ResumeError` naming the variables and the
-    checkpoint, raised before anything is restored: a resumed run never trains some of its
-    variables from fresh values. Values the trainer lacks are still only a warning.
+    ``resume=True``: the checkpoint is this run's own (``AutoResumeTrainConfig`` passes it),
+    so a variable of ``checkpoint_objects`` (model, optimizer, ...) that it lacks is a
+    :class:`ResumeError` naming the variables and the checkpoint, raised before anything is
+    restored: a resumed run never trains some of its variables from fresh values. Values the trainer lacks are still only a warning.
 
     ``ignore``: objects not to restore, each named by a key of ``checkpoint_objects``
     (``"optimizer"``: load the model weights only, e.g. to fine-tune), a variable's name

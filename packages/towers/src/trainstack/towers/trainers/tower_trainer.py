@@ -144,10 +144,8 @@ class TowerTrainer(DeclaredCheckpoint, Trainer, metaclass=Constructed):
 
     def register_callback(self, cb: Callback | Sequence[Callback]) -> Any:
         """Add a callback, or a list of them (tensorpack's ``self.register_callback(
-        input.setup(signature))``). The callbacks of an InputSource also tell the trainer its
-        input (``trainer.input``), when it has none yet."""
-        if isinstance(cb, (list, tuple)):
-            return [self.register_callback(c) for c in cb]
+        input.setup(signature))``; the loop's ``register_callback`` calls this for each). The callbacks
+        of an InputSource also tell the trainer its input (``trainer.input``), when it has none yet."""
         source = getattr(cb, "source", None)
         if isinstance(source, InputSource) and self._input is None:
             self._input = source
@@ -181,23 +179,19 @@ class TowerTrainer(DeclaredCheckpoint, Trainer, metaclass=Constructed):
 
     # -- running ---------------------------------------------------------------------------------------
     def run(self, fn: Callable[..., Any], *args: Any) -> Any:
-        before = len(_DEFAULT_SUMMARIES)
-        output = super().run(fn, *args)
-        if len(_DEFAULT_SUMMARIES) > before or getattr(fn, "default_summaries", None):
-            self._refuse_default_summaries(fn, before)
-        return output
+        return self._checked_run(super().run, fn, *args)
 
     def hooked_run(self, fn: Callable[..., Any], *args: Any) -> Any:
-        before = len(_DEFAULT_SUMMARIES)
-        output = super().hooked_run(fn, *args)
-        if len(_DEFAULT_SUMMARIES) > before or getattr(fn, "default_summaries", None):
-            self._refuse_default_summaries(fn, before)
-        return output
+        return self._checked_run(super().hooked_run, fn, *args)
 
-    def _refuse_default_summaries(self, fn: Any, before: int) -> None:
-        """A step recorded summaries into the process-wide default collection, which this
-        trainer's callbacks do not read (they read ``summary_collection``): an error rather than
-        summaries lost without a word."""
+    def _checked_run(self, run: Callable[..., Any], fn: Callable[..., Any], *args: Any) -> Any:
+        """``run(fn, *args)``; an error when the step recorded summaries into the process-wide default
+        collection, which this trainer's callbacks do not read (they read ``summary_collection``),
+        rather than summaries lost without a word."""
+        before = len(_DEFAULT_SUMMARIES)
+        output = run(fn, *args)
+        if len(_DEFAULT_SUMMARIES) == before and not getattr(fn, "default_summaries", None):
+            return output
         names = list(dict.fromkeys([*getattr(fn, "default_summaries", ()), *_DEFAULT_SUMMARIES.names[before:]]))
         name = type(self).__name__
         raise RuntimeError(

@@ -27,7 +27,7 @@ from typing import Any
 import tensorflow as tf
 
 from trainstack.loop.checks import check_int, is_int
-from trainstack.towers import RuntimeConfig
+from trainstack.towers import CheckpointInit, RuntimeConfig
 from trainstack.towers.run import config as core
 
 __all__ = ["TrainConfig", "AutoResumeTrainConfig", "runtime_config_from_proto", "reject_session_args",
@@ -76,6 +76,14 @@ class TrainConfig(core.TrainConfig):
 class AutoResumeTrainConfig(core.AutoResumeTrainConfig, TrainConfig):
     """tensorpack's AutoResumeTrainConfig: the core's :class:`~trainstack.towers.AutoResumeTrainConfig`
     over this layer's :class:`TrainConfig` (it takes the older form's arguments too)."""
+
+    @classmethod
+    def get_sessinit_resume(cls, dir: str | None = None) -> CheckpointInit | None:  # noqa: A002
+        """tensorpack's helper: a CheckpointInit of the latest checkpoint in ``dir`` (default: the
+        logger directory; see ``find_checkpoint``), or None. It resumes the run that wrote it: a
+        variable it lacks is a ResumeError (see ``CheckpointInit(resume=True)``)."""
+        checkpoint = cls.find_checkpoint(dir)
+        return None if checkpoint is None else CheckpointInit(checkpoint, resume=True)
 
 
 def towers_of(config: core.TrainConfig) -> list[int]:
