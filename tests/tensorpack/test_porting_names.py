@@ -299,3 +299,28 @@ def test_predict_config_keeps_tensorpacks_signature_and_refuses_its_tf1_argument
     (x,), (logits,) = OfflinePredictor(config)(make_df(1, batch=3)[0][0])
     np.testing.assert_allclose(logits, OfflinePredictor(PredictConfig(model=model, input_names=["x"],
                                                                       output_names=["logits"]))(x)[0], rtol=1e-6)
+
+
+def test_smart_init_loads_tensorpacks_npy_a_pickled_dict(tmp_path):
+    """tensorpack's ``.npy`` model files (a pickled dict of arrays) load through this layer's ``SmartInit``
+    (the core's refuses them: tests/towers/test_sessinit.py)."""
+    from trainstack.towers import DictRestore
+
+    model = Model()
+    config = PredictConfig(model=model, input_names=["x"], output_names=["logits"])
+    OfflinePredictor(config)  # the model's variables exist
+    arrays = {v.path: np.full(v.shape, 0.25, "float32") for v in [*model.fc.weights, *model.out.weights]}
+    np.save(tmp_path / "model.npy", arrays, allow_pickle=True)
+    init = get_model_loader(str(tmp_path / "model.npy"))
+    assert isinstance(init, DictRestore)
+    x = np.ones((1, 4), "float32")
+    predicted = OfflinePredictor(PredictConfig(model=model, input_names=["x"], output_names=["logits"],
+                                               session_init=init))(x)[0]
+    from_dict = OfflinePredictor(PredictConfig(model=Model(), input_names=["x"], output_names=["logits"],
+                                               session_init=arrays))(x)[0]
+    np.testing.assert_allclose(predicted, from_dict, rtol=1e-6)
+    fresh = OfflinePredictor(PredictConfig(model=Model(), input_names=["x"], output_names=["logits"]))(x)[0]
+    assert not np.allclose(predicted, fresh)  # not initial values
+    np.save(tmp_path / "plain.npy", np.zeros(3))
+    with pytest.raises(ValueError, match="not a dict"):
+        get_model_loader(str(tmp_path / "plain.npy"))

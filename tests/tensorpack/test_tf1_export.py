@@ -80,3 +80,16 @@ def test_export_compact_freezes_the_graph(classifier, make_df, optimize, tmp_pat
     with pytest.raises(ValueError, match="cannot all be graph nodes of their own name"):
         ModelExporter(PredictConfig(model=classifier(), output_names=["x"])).export_compact(
             str(tmp_path / "d.pb"))  # an output named like an input
+
+
+def test_export_serving_takes_tensorpacks_tags(classifier, tmp_path):
+    import os
+
+    config = PredictConfig(model=classifier(), output_names=["logits"])
+    with pytest.raises(ValueError, match="always writes the single tag 'serve'"):
+        ModelExporter(config).export_serving(str(tmp_path / "a"), tags=["train"])
+    assert not (tmp_path / "a").exists()
+    # tags=["serve"] is what is written anyway
+    path = ModelExporter(config).export_serving(str(tmp_path / "c"), tags=["serve"])
+    assert os.path.isfile(os.path.join(path, "saved_model.pb"))
+    assert set(tf.saved_model.load(path).signatures) == {"serving_default"}

@@ -79,14 +79,11 @@ def test_exported_saved_model_serves_like_the_predictors_without_trainstack(
 
 def test_export_arguments(classifier, tmp_path):
     config = PredictConfig(model=classifier(), output_names=["logits"])
-    with pytest.raises(ValueError, match="always writes the single tag 'serve'"):
-        ModelExporter(config).export_serving(str(tmp_path / "a"), tags=["train"])
     with pytest.raises(ValueError, match="at least one input"):
         ModelExporter(PredictConfig(model=classifier(), input_names=[], output_names=["logits"])) \
             .export_serving(str(tmp_path / "b"))
     with pytest.raises(TypeError, match="PredictConfig"):
         ModelExporter(classifier())
-    assert not (tmp_path / "a").exists() and not (tmp_path / "b").exists()
-    # tags=["serve"] is what is written anyway
-    path = ModelExporter(config).export_serving(str(tmp_path / "c"), tags=["serve"])
+    assert not (tmp_path / "b").exists()
+    path = ModelExporter(config).export_serving(str(tmp_path / "c"), signature_name="serving_default")
     assert os.path.isfile(os.path.join(path, "saved_model.pb"))

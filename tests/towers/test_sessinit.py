@@ -345,17 +345,15 @@ def test_smart_init_dispatch(saved, tmp_path):
 
     arrays = {"d1/bias": np.full(4, 0.5), "d2/bias": np.full(2, -0.5)}
     np.savez(tmp_path / "w.npz", **arrays)
-    np.save(tmp_path / "w.npy", arrays, allow_pickle=True)  # tensorpack's .npy: a pickled dict
-    for name in ("w.npz", "w.npy"):
-        trainer = NetTrainer(seed=11)
-        init = SmartInit(str(tmp_path / name))
-        assert isinstance(init, DictRestore)
-        init.init(trainer)
-        np.testing.assert_array_equal(trainer.net.d1.bias.numpy(), arrays["d1/bias"])
-        np.testing.assert_array_equal(trainer.net.d2.bias.numpy(), arrays["d2/bias"])
-    np.save(tmp_path / "plain.npy", np.zeros(3))
-    with pytest.raises(ValueError, match="not a dict"):
-        SmartInit(str(tmp_path / "plain.npy"))
+    trainer = NetTrainer(seed=11)
+    init = SmartInit(str(tmp_path / "w.npz"))
+    assert isinstance(init, DictRestore)
+    init.init(trainer)
+    np.testing.assert_array_equal(trainer.net.d1.bias.numpy(), arrays["d1/bias"])
+    np.testing.assert_array_equal(trainer.net.d2.bias.numpy(), arrays["d2/bias"])
+    np.save(tmp_path / "w.npy", arrays, allow_pickle=True)  # tensorpack's .npy, a pickled dict: the tensorpack layer's
+    with pytest.raises(ValueError, match=r"\.npy file: tensorpack's pickled dict.*trainstack.tensorpack's SmartInit"):
+        SmartInit(str(tmp_path / "w.npy"))
     with pytest.raises(FileNotFoundError, match="does not exist"):
         SmartInit(str(tmp_path / "missing.npz"))
     with pytest.raises(FileNotFoundError, match="no checkpoint prefix"):

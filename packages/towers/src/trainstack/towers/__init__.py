@@ -7,9 +7,8 @@ trace one step function from it, and keep the graph frozen afterwards.
 # isort: off
 from trainstack.callbacks import tf_startup as _tf_startup  # noqa: F401 - first: TensorFlow without its start-up lines
 # isort: on
-# Each subpackage imports only those listed before it (.importlinter checks it).
-# -- towers, ModelDesc, gradient processors, the traced step (H3)
-# -- predictors, inference, SavedModel export (H5); data-parallel inference (issue 6)
+# Each subpackage imports only those below it: run, trainers, predict, tower | session (.importlinter).
+# -- predictors, inference, SavedModel export, data-parallel inference
 from .predict import (
                     BinaryClassificationStats,
                     ClassificationError,
@@ -23,12 +22,12 @@ from .predict import (
                     ScalarStats,
                     export_saved_model,
 )
-from .predict.samples_grid import GeneratorSamplesGrid  # a generator's samples in TensorBoard (issue 26)
+from .predict.samples_grid import GeneratorSamplesGrid  # a generator's samples in TensorBoard
 
-# -- TrainConfig, launch_train_with_config (H6)
+# -- TrainConfig, launch_train_with_config
 from .run import AutoResumeTrainConfig, LoopStateInit, TrainConfig, apply_default_prefetch, launch_train_with_config
 
-# -- initializers (SessionInit), the runtime config (H4), devices (issue 6)
+# -- initializers (SessionInit), the runtime config, devices; towers, ModelDesc, gradient processors, steps
 from .session import (
                     ChainInit,
                     CheckpointInit,
@@ -65,7 +64,7 @@ from .tower import (
                     get_current_tower_context,
 )
 
-# -- trainers (H3), data-parallel trainers (issue 6)
+# -- trainers, data-parallel trainers
 from .trainers import (
                     AsyncMultiGPUTrainer,
                     LeastLoadedPlacement,
@@ -80,26 +79,24 @@ from .trainers import (
 )
 
 __all__ = [
-    # core (H3)
+    # towers, ModelDesc, gradient processors, the traced step, the single-tower trainers
     "TowerContext", "get_current_tower_context", "TowerFunc", "TowerHandle", "TowerHandles",
     "VariableReuseError", "ModelDescBase", "ModelDesc", "KerasModelDesc", "GradientProcessor", "FilterNoneGrad",
     "GlobalNormClip", "MapGradient", "ScaleGradient", "SummaryGradient", "ProcessedOptimizer",
     "apply_grad_processors", "TracedStep", "RetraceError", "TowerTrainer", "SingleCostTrainer", "StepOptions",
-    "SimpleTrainer", "NoOpTrainer", "OnlinePredictor",
-    # init (H4)
+    "SimpleTrainer", "NoOpTrainer", "OnlinePredictor", "check_eager_execution",
+    # initializers, the runtime config
     "SessionInit", "JustCurrentSession", "CheckpointInit", "DictRestore", "ChainInit", "SmartInit",
     "InitReport", "ResumeError", "RuntimeConfig",
-    # config (H6)
+    # configs
     "TrainConfig", "AutoResumeTrainConfig", "LoopStateInit", "launch_train_with_config",
     "apply_default_prefetch",
-    # inference (H5)
+    # inference, predictors, export
     "Inferencer", "ScalarStats", "ClassificationError", "BinaryClassificationStats", "InferenceRunner",
     "PredictConfig", "OfflinePredictor", "ModelExporter", "export_saved_model",
     "GeneratorSamplesGrid",
-    # multi-GPU (issue 6)
+    # several devices
     "MultiGPUTrainerBase", "SyncMultiGPUTrainerReplicated", "SyncMultiGPUTrainerParameterServer",
     "AsyncMultiGPUTrainer", "LeastLoadedPlacement", "DataParallelInferenceRunner",
     "resolve_devices", "logical_cpu_devices",
-    # porting tensorpack scripts (issue 13)
-    "check_eager_execution",
 ]

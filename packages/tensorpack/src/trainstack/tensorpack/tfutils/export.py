@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import os
+from collections.abc import Sequence
 
 import tensorflow as tf
 
@@ -20,7 +21,17 @@ logger = logging.getLogger("trainstack.tensorpack")
 
 class ModelExporter(CoreModelExporter):
     """tensorpack's ModelExporter: the core's :class:`~trainstack.towers.ModelExporter`
-    (``export_serving``, a SavedModel), and :meth:`export_compact`, tensorpack's other format."""
+    (``export_serving``, a SavedModel, with tensorpack's ``tags``), and :meth:`export_compact`,
+    tensorpack's other format."""
+
+    def export_serving(self, filename: str | os.PathLike, tags: Sequence[str] | None = None,
+                       signature_name: str = tf.saved_model.DEFAULT_SERVING_SIGNATURE_DEF_KEY) -> str:
+        """The core's ``export_serving(filename, signature_name)``, with tensorpack's ``tags``:
+        TensorFlow 2 always writes the ``"serve"`` tag, so only ``None`` or ``["serve"]`` are accepted."""
+        if tags is not None and list(tags) != [tf.saved_model.SERVING]:
+            raise ValueError(f"export_serving(tags={tags!r}): TensorFlow 2's tf.saved_model.save always "
+                             f"writes the single tag {tf.saved_model.SERVING!r}; pass tags=None")
+        return super().export_serving(filename, signature_name=signature_name)
 
     def export_compact(self, filename: str | os.PathLike, optimize: bool = True,
                        toco_compatible: bool = False) -> str:

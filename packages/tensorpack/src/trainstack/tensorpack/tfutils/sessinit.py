@@ -4,11 +4,14 @@ reads a name-based (TF1, tensorpack) checkpoint by variable name, and ``SmartIni
 the core's, picking ``SaverRestore`` for a checkpoint path."""
 from __future__ import annotations
 
+import dataclasses
+import logging
 import os
 from collections.abc import Iterable, Mapping
 from typing import Any
 
 import keras
+import numpy as np
 import tensorflow as tf
 
 from trainstack.callbacks import checkpoint_objects_of
@@ -23,6 +26,28 @@ __all__ = [
     "SessionInit", "ChainInit", "SaverRestore", "SaverRestoreRelaxed", "DictRestore", "JustCurrentSession",
     "get_model_loader", "SmartInit"
 ]
+
+#: the core's initializers log there
+logger = logging.getLogger("trainstack.towers")
+
+
+@dataclasses.dataclass
+class NameBasedReport(InitReport):
+    """What :class:`SaverRestore` did with a name-based (TF1) checkpoint: the core's report, whose
+    ``not_needed`` (tensorpack's optimizer slots, training-only values) is logged name by name, and
+    ``fresh``: training state outside the model (the optimizer's variables, its step counter) that
+    the checkpoint has no value for: it starts fresh, as under tensorpack (INFO)."""
+
+    fresh: list[str] = dataclasses.field(default_factory=list)
+
+    def not_needed_listing(self) -> list[str]:
+        return sorted(self.not_needed)
+
+    def log(self) -> None:
+        super().log()
+        if self.fresh:
+            logger.info("%s has no value for the training state %s; it starts fresh.", self.source,
+                        ", ".join(self.fresh))
 
 
 class SaverRestore(CheckpointInit):
@@ -44,7 +69,7 @@ class SaverRestore(CheckpointInit):
                 "checkpoint_objects under the name the checkpoint used, or use DictRestore with renamed keys")
         super().__init__(model_path, ignore, **kwargs)
 
-    def _restore_by_name(self, trainer: Any) -> InitReport:
+    def _restore_by_name(self, trainer: Any) -> NameBasedReport:
         """A name-based (TF1) checkpoint, as tensorpack's ``SaverRestore`` loaded it: each value
         into the variable of its name (``conv0/W``: the TF1 name of a layer function's variable,
         a ``tf.Variable`` name or a Keras path, as :class:`DictRestore` matches them). Variables
@@ -68,7 +93,8 @@ class SaverRestore(CheckpointInit):
             report = DictRestore(values, ignore_mismatch=self.ignore_mismatch)._run_init(trainer)
         except ValueError as e:
             raise ValueError(f"{self!r} (a name-based checkpoint): {e}") from None
-        report.source, report.by_name = f"checkpoint {self.path} (by name)", True
+        report = NameBasedReport(**{f.name: getattr(report, f.name) for f in dataclasses.fields(report)})
+        report.source = f"checkpoint {self.path} (by name)"
         # the variables warned about by their TF1 names (conv0/W), as tensorpack did; Keras ones by their paths
         by_name = {_display_name(path, var): (_display_name(path, var) if isinstance(var, keras.Variable)
                                                 else _strip_tensor_suffix(var.name)) for path, var in variables}
@@ -100,10 +126,13 @@ class SaverRestoreRelaxed(SaverRestore):
 
 def SmartInit(obj: Any, *, ignore_mismatch: bool = False) -> SessionInit:  # noqa: N802 (tensorpack's name)
     """tensorpack's SmartInit: the core's :func:`~trainstack.towers.SmartInit`, but a checkpoint path (a
-    prefix or a directory) is a :class:`SaverRestore`, which also reads a TF1 checkpoint by name, as
-    tensorpack's did. A :class:`SessionInit` given is used as it is."""
+    prefix or a directory) is a :class:`SaverRestore`, which also reads a TF1 checkpoint by name, and a
+    ``.npy`` file (tensorpack's pickled dict of arrays: load only files you trust) a :class:`DictRestore`,
+    as tensorpack's did. A :class:`SessionInit` given is used as it is."""
     if isinstance(obj, (list, tuple)) and obj:
         return ChainInit([SmartInit(x, ignore_mismatch=ignore_mismatch) for x in obj])
+    if isinstance(obj, (str, os.PathLike)) and os.fspath(obj).endswith(".npy"):
+        return DictRestore(_load_npy(os.path.expanduser(os.fspath(obj))), ignore_mismatch=ignore_mismatch)
     init = CoreSmartInit(obj, ignore_mismatch=ignore_mismatch)
     if type(init) is CheckpointInit and not isinstance(obj, SessionInit):
         return SaverRestore(init.path, ignore_mismatch=ignore_mismatch)
@@ -123,6 +152,18 @@ def _is_training_name(name: str) -> bool:
     training (an optimizer slot, a summary's moving average, the step counter...)."""
     return (name.endswith(_TRAINING_SUFFIXES) or name.startswith(("EMA/", "AccumGrad", "apply_gradients"))
             or "/EMA/" in name or name in ("global_step", "learning_rate", "beta1_power", "beta2_power"))
+
+
+def _load_npy(filename: str) -> dict[str, Any]:
+    """The dict of arrays a tensorpack ``.npy`` file holds (a pickled dict: load only files you trust)."""
+    if not tf.io.gfile.exists(filename):
+        raise FileNotFoundError(f"SmartInit: {filename!r} does not exist")
+    with tf.io.gfile.GFile(filename, "rb") as f:
+        obj = np.load(f, allow_pickle=True)
+    if obj.shape != () or not isinstance(obj.item(), dict):
+        raise ValueError(f"SmartInit: {filename!r} holds an array of shape {obj.shape}, not a dict "
+                         "{variable name: array}")
+    return obj.item()
 
 
 def _variables(objects: Mapping[str, Any]) -> list[tuple[str, Any]]:

@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Sequence
 
 import tensorflow as tf
 
@@ -61,19 +60,14 @@ class ModelExporter:
             raise TypeError(f"ModelExporter takes a PredictConfig, got {config!r}")
         self.config = config
 
-    def export_serving(self, filename: str | os.PathLike, tags: Sequence[str] | None = None,
-                       signature_name: str = DEFAULT_SIGNATURE) -> str:
+    def export_serving(self, filename: str | os.PathLike, signature_name: str = DEFAULT_SIGNATURE) -> str:
         """Write a SavedModel to directory ``filename``; return its path.
 
         One signature, ``signature_name`` (default ``"serving_default"``; tensorpack
         named it ``"prediction_pipeline"``): keyword inputs named by the config's
-        ``input_names``, a dict of outputs keyed by its ``output_names``. ``tags``:
-        TensorFlow 2 always writes the ``"serve"`` tag, so only ``None`` or
-        ``["serve"]`` are accepted.
+        ``input_names``, a dict of outputs keyed by its ``output_names``. (tensorpack's
+        ``tags`` argument is ``trainstack.tensorpack``'s ModelExporter's.)
         """
-        if tags is not None and list(tags) != [tf.saved_model.SERVING]:
-            raise ValueError(f"export_serving(tags={tags!r}): TensorFlow 2's tf.saved_model.save always "
-                             f"writes the single tag {tf.saved_model.SERVING!r}; pass tags=None")
         if not isinstance(signature_name, str) or not signature_name:
             raise TypeError(f"export_serving(signature_name=...) must be a non-empty string, "
                             f"got {signature_name!r}")

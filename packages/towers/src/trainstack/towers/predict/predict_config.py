@@ -29,6 +29,7 @@ from trainstack.callbacks.checkpoint_layout import checkpoint_value_names
 from trainstack.loop.checks import check_bool
 
 from ..session import ChainInit, CheckpointInit, DictRestore, SessionInit, SmartInit
+from ..session.checkpoint_init import _listing
 from ..session.sessinit import _display_name, _variables
 from ..tower.model_desc import ModelDescBase
 from ..tower.tower import TowerFunc
@@ -140,11 +141,6 @@ def _source_keys(init: SessionInit) -> list[str]:
     return []
 
 
-def _clip(names: Sequence[str], n: int = 20) -> str:
-    shown = ", ".join(names[:n])
-    return f"[{shown}{f', ... ({len(names) - n} more)' if len(names) > n else ''}]"
-
-
 class OfflinePredictor(OnlinePredictor):
     """A predictor built from a :class:`PredictConfig`, needing no trainer.
 
@@ -181,7 +177,7 @@ class OfflinePredictor(OnlinePredictor):
         keys = _source_keys(init)
         raise ValueError(
             f"OfflinePredictor: {init!r} set {len(names) - len(missing)} of the {len(names)} variables of "
-            f"{self.tower_func!r}; it has no value for {_clip(missing)}. It holds: {_clip(keys)}. "
+            f"{self.tower_func!r}; it has no value for [{_listing(missing, 20)}]. It holds: [{_listing(keys, 20)}]. "
             "The model's variables are keyed by the ModelDesc's attributes (model/<attribute>/...); "
             "build the predictor from the model the checkpoint was trained with (PredictConfig(model="
             "Model())), or pass a dict of arrays keyed by the variables' paths (DictRestore)")

@@ -1,4 +1,4 @@
-"""DictRestore: set a trainer's variables from a dict of arrays (or a .npz / tensorpack .npy file)."""
+"""DictRestore: set a trainer's variables from a dict of arrays (or a .npz file)."""
 from __future__ import annotations
 
 import collections
@@ -104,17 +104,9 @@ class DictRestore(SessionInit):
 
 
 def load_arrays(filename: str) -> dict[str, Any]:
-    """The dict of arrays an ``.npz`` file (or a tensorpack ``.npy`` holding a pickled dict) holds."""
+    """The dict of arrays an ``.npz`` file holds."""
     if not tf.io.gfile.exists(filename):
         raise FileNotFoundError(f"SmartInit: {filename!r} does not exist")
     logger.info("Loading a dict of arrays from %s ...", filename)
-    with tf.io.gfile.GFile(filename, "rb") as f:
-        if filename.endswith(".npz"):
-            with np.load(f) as data:
-                return dict(data)
-        # tensorpack's .npy files hold a pickled dict: load only files you trust.
-        obj = np.load(f, allow_pickle=True)
-    if obj.shape != () or not isinstance(obj.item(), dict):
-        raise ValueError(f"SmartInit: {filename!r} holds an array of shape {obj.shape}, not a dict "
-                         "{variable name: array}")
-    return obj.item()
+    with tf.io.gfile.GFile(filename, "rb") as f, np.load(f) as data:
+        return dict(data)

@@ -75,11 +75,6 @@ class InitReport:
     #: a variable's object path under ``checkpoint_objects`` (its checkpoint key without the
     #: suffix, e.g. ``model/fc/_kernel``), by its name above, where the two differ
     paths: dict[str, str] = dataclasses.field(default_factory=dict)
-    #: training state outside the model (the optimizer's variables, its step counter) that a
-    #: name-based (TF1) checkpoint has no value for: it starts fresh, as under tensorpack (INFO)
-    fresh: list[str] = dataclasses.field(default_factory=list)
-    #: the source is keyed by variable name (a TF1 checkpoint): ``not_needed`` is logged name by name
-    by_name: bool = False
 
     def set_aside(self, keys: Sequence[str], by: str) -> None:
         """Move the unused values under the top-level checkpoint ``keys`` to ``not_needed``."""
@@ -102,14 +97,13 @@ class InitReport:
         if self.skipped:
             logger.info("Not restored from %s (ignored or mismatched): %s", self.source,
                         ", ".join(self.skipped))
-        if self.fresh:
-            logger.info("%s has no value for the training state %s; it starts fresh.", self.source,
-                        ", ".join(self.fresh))
         if self.not_needed:
             logger.info("%d values in %s are not needed by %s (%s) and were not used.", len(self.not_needed),
-                        self.source, self.not_needed_by,
-                        ", ".join(sorted(self.not_needed) if self.by_name
-                                  else sorted({k.split("/", 1)[0] for k in self.not_needed})))
+                        self.source, self.not_needed_by, ", ".join(self.not_needed_listing()))
+
+    def not_needed_listing(self) -> list[str]:
+        """How the log lists ``not_needed``: by top-level checkpoint key (a subclass may list names)."""
+        return sorted({k.split("/", 1)[0] for k in self.not_needed})
 
 
 class SessionInit(abc.ABC):

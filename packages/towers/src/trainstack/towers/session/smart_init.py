@@ -20,8 +20,8 @@ def SmartInit(obj: Any, *, ignore_mismatch: bool = False) -> SessionInit:  # noq
     - None, ``""`` or an empty dict/list: :class:`JustCurrentSession` (do nothing);
     - a :class:`SessionInit`: itself;
     - a dict ``{variable name: array}``: :class:`DictRestore`;
-    - a path to an ``.npz`` file (or a tensorpack ``.npy`` holding a pickled dict; load only
-      files you trust): :class:`DictRestore` of its arrays;
+    - a path to an ``.npz`` file: :class:`DictRestore` of its arrays (tensorpack's ``.npy``, a
+      pickled dict, is ``trainstack.tensorpack``'s SmartInit's);
     - a directory or checkpoint prefix: :class:`CheckpointInit`;
     - a list or tuple of these: :class:`ChainInit`, in order.
 
@@ -38,13 +38,16 @@ def SmartInit(obj: Any, *, ignore_mismatch: bool = False) -> SessionInit:  # noq
         obj = os.fspath(obj)
     if isinstance(obj, str):
         path = os.path.expanduser(obj)
-        if path.endswith((".npz", ".npy")):
+        if path.endswith(".npy"):
+            raise ValueError(f"SmartInit: {obj!r} is a .npy file: tensorpack's pickled dict of arrays, which "
+                             "trainstack.tensorpack's SmartInit loads (load only files you trust); or save it as .npz")
+        if path.endswith(".npz"):
             return DictRestore(load_arrays(path), ignore_mismatch=ignore_mismatch)
         if tf.io.gfile.isdir(path) or tf.io.gfile.glob(path + "*"):
             return CheckpointInit(path, ignore_mismatch=ignore_mismatch)
-        raise FileNotFoundError(f"SmartInit: {obj!r} is no checkpoint prefix, directory, .npz or .npy file")
+        raise FileNotFoundError(f"SmartInit: {obj!r} is no checkpoint prefix, directory or .npz file")
     if isinstance(obj, Mapping):
         return DictRestore(obj, ignore_mismatch=ignore_mismatch)
-    raise TypeError(f"SmartInit takes None, a SessionInit, a checkpoint path or directory, a .npz/.npy "
+    raise TypeError(f"SmartInit takes None, a SessionInit, a checkpoint path or directory, a .npz "
                     f"path, a dict {{variable name: array}}, or a list of these; got {type(obj).__name__}")
 
