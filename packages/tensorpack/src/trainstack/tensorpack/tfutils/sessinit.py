@@ -69,7 +69,7 @@ class SaverRestore(CheckpointInit):
                 "checkpoint_objects under the name the checkpoint used, or use DictRestore with renamed keys")
         super().__init__(model_path, ignore, **kwargs)
 
-    def _restore_by_name(self, trainer: Any) -> NameBasedReport:
+    def _restore_by_name(self, trainer: Any) -> InitReport:
         """A name-based (TF1) checkpoint, as tensorpack's ``SaverRestore`` loaded it: each value
         into the variable of its name (``conv0/W``: the TF1 name of a layer function's variable,
         a ``tf.Variable`` name or a Keras path, as :class:`DictRestore` matches them). Variables

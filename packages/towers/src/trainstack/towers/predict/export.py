@@ -60,7 +60,7 @@ class ModelExporter:
             raise TypeError(f"ModelExporter takes a PredictConfig, got {config!r}")
         self.config = config
 
-    def export_serving(self, filename: str | os.PathLike, signature_name: str = DEFAULT_SIGNATURE) -> str:
+    def export_serving(self, filename: str | os.PathLike, *, signature_name: str = DEFAULT_SIGNATURE) -> str:
         """Write a SavedModel to directory ``filename``; return its path.
 
         One signature, ``signature_name`` (default ``"serving_default"``; tensorpack
