@@ -1,0 +1,186 @@
+"""tensorpack's ``examples/ImageNetModels`` (and ``examples/ResNet``'s ImageNet scripts), ported by the port
+command and run as a user runs them, on a tiny folder in ILSVRC12's layout.
+
+The scripts in ``tests/tensorpack/examples/ImageNetModels/`` are tensorpack's own, byte for byte, from
+commit 1547a54 (``imagenet-resnet.py`` and ``resnet_model.py`` from ``examples/ResNet/``, where
+``imagenet_utils.py`` is a link to ``ImageNetModels``'). The folder is ported as a whole (import lines
+only) and each script runs in a subprocess, ``python SCRIPT --data DIR --batch 2 ...``, with
+``run_example.py`` capping the training to 2 epochs of 2 steps. The data (``example_data.write_ilsvrc12``):
+``train/<synset>/*.JPEG``, flat ``val/*.JPEG`` and caffe's meta files (``synsets.txt``, ``train.txt``,
+``val.txt``, ...) under ``$TENSORPACK_DATASET/ilsvrc_metadata``, as ``dataset.ILSVRC12`` reads them; the
+scripts' augmentors resize the small images to 224x224. What training did is read from ``stats.jsonl``
+(the losses, ``train-error-top1``, the ``val-error-*`` of the validation inference ``imagenet_utils``'
+callbacks run, the learning rate the schedule set) and the checkpoints; ``--eval`` runs
+``imagenet_utils.eval_classification`` (a ``FeedfreePredictor`` over ``StagingInput(QueueInput(...))``)
+on the trained checkpoint. ``vgg16.py`` and ``inception-bn.py`` stop where tensorpack's stop on one CPU.
+
+The tests run in parallel under ``pytest -n``; each is one or two subprocesses of 10 to 20 seconds.
+"""
+from __future__ import annotations
+
+import json
+import math
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from trainstack.tensorpack.port import main
+
+HERE = Path(__file__).parent
+FOLDER = HERE / "examples" / "ImageNetModels"
+RUNNER = HERE / "run_example.py"
+TIMEOUT = 300
+EPOCHS, STEPS = 2, 2
+VAL_IMAGES = 8
+
+
+def assert_import_lines_only(source: bytes, ported: bytes) -> int:
+    """Only import lines differ (tensorpack's gained the prefix, ``import tensorflow as tf`` became tfv1)."""
+    old, new = source.splitlines(keepends=True), ported.splitlines(keepends=True)
+    assert len(old) == len(new)
+    changed = [(a, b) for a, b in zip(old, new) if a != b]
+    for a, b in changed:
+        if a.startswith(b"import tensorflow as tf"):
+            assert b == b"from trainstack.tensorpack import tfv1 as tf\n"
+        else:  # imagenet_utils.py's __main__ imports inside an if block, indented
+            assert a.lstrip().startswith((b"from tensorpack", b"import tensorpack")), a
+            assert b == a.replace(b"tensorpack", b"trainstack.tensorpack", 1)
+    return len(changed)
+
+
+@pytest.fixture
+def example(tmp_path):
+    """The folder ported into ``tmp_path/ported`` and the data written under ``tmp_path/data``; returns
+    ``run(script, *args, train=True)``, which runs the ported script in ``tmp_path`` and gives its
+    return code and output."""
+    import example_data
+    ported = tmp_path / "ported"
+    assert main([str(FOLDER), "--out", str(ported)]) == 0
+    changed = {p.name: assert_import_lines_only(p.read_bytes(), (ported / p.name).read_bytes())
+               for p in sorted(FOLDER.glob("*.py"))}
+    assert all(changed.values()), changed
+    data = example_data.write_ilsvrc12(str(tmp_path / "data"), val=VAL_IMAGES)
+
+    def run(script: str, *args: str, train: bool = True) -> tuple[int, str]:
+        env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", CUDA_VISIBLE_DEVICES="",
+                   TENSORPACK_DATASET=str(tmp_path / "data"))
+        env.pop("TRAINSTACK_DATASET", None)
+        capped = [str(RUNNER), "--max-epoch", str(EPOCHS), "--steps-per-epoch", str(STEPS)] if train else []
+        done = subprocess.run([sys.executable, *capped, str(ported / script), "--data", data, *args], cwd=tmp_path,
+                              env=env, capture_output=True, text=True, timeout=TIMEOUT)
+        return done.returncode, done.stdout + done.stderr
+
+    return run
+
+
+def stats(logdir: Path) -> list[dict]:
+    """The rows of ``stats.jsonl`` after training began; asserts one per epoch."""
+    rows = [json.loads(line) for line in (logdir / "stats.jsonl").read_text().splitlines()]
+    rows = [r for r in rows if r["global_step"] > 0]  # the schedule's value before training
+    assert [(r["epoch_num"], r["global_step"]) for r in rows] == [(e, e * STEPS) for e in range(1, EPOCHS + 1)]
+    return rows
+
+
+def model_weights(checkpoint: Path) -> dict[str, np.ndarray]:
+    """The model's variables in a checkpoint, by their TF1 names (``conv0/W``)."""
+    import tensorflow as tf
+    reader = tf.train.load_checkpoint(str(checkpoint))
+    out = {}
+    for key in reader.get_variable_to_shape_map():
+        m = re.fullmatch(r"model/untracked/(.*)/\.ATTRIBUTES/VARIABLE_VALUE", key)
+        if m:
+            out[m.group(1).replace(".S", "/")] = reader.get_tensor(key)
+    return out
+
+
+def assert_trained(logdir: Path, rows: list[dict], loss: str, error: str, val_errors: tuple[str, str]) -> None:
+    """What every training run must show: a finite loss that changed, the training error and the
+    validation errors (multiples of 1/8 on the 8 validation images), the weights changed by the
+    second epoch's steps."""
+    losses = [r[loss] for r in rows]
+    assert all(math.isfinite(v) for v in losses) and losses[0] != losses[-1], losses
+    for r in rows:
+        assert 0 <= r[error] <= 1, r
+        for name in val_errors:
+            assert r[name] * VAL_IMAGES == pytest.approx(round(r[name] * VAL_IMAGES)), r
+    before, after = model_weights(logdir / f"model-{STEPS}"), model_weights(logdir / f"model-{EPOCHS * STEPS}")
+    changed = [k for k in before if k.endswith("/W") and not np.array_equal(before[k], after[k])]
+    assert changed == [k for k in before if k.endswith("/W")], sorted(set(before) - set(changed))
+
+
+def eval_errors(output: str) -> tuple[float, float]:
+    """The ``Top1 Error: ...`` and ``Top5 Error: ...`` lines ``eval_classification`` prints."""
+    top1 = re.search(r"^Top1 Error: ([0-9.]+)$", output, re.M)
+    top5 = re.search(r"^Top5 Error: ([0-9.]+)$", output, re.M)
+    assert top1 and top5, output[-3000:]
+    return float(top1.group(1)), float(top5.group(1))
+
+
+def test_imagenet_resnet18_trains_validates_and_evaluates_its_checkpoint(example, tmp_path):
+    code, out = example("imagenet-resnet.py", "-d", "18", "--batch", "2")
+    assert code == 0, out[-5000:]
+    logdir = tmp_path / "train_log" / "imagenet-resnet-d18-batch2"
+    rows = stats(logdir)
+    assert_trained(logdir, rows, "xentropy-loss", "train-error-top1", ("val-error-top1", "val-error-top5"))
+    for r in rows:  # the schedule's first value, min(0.1, 0.1 * batch / 256), in the variable build_graph reads
+        assert r["learning_rate-summary"] == pytest.approx(0.1 * 2 / 256, rel=1e-6)
+        assert r["l2_regularize_loss"] > 0 and "train-error-top5" in r
+    print(f"imagenet-resnet.py -d 18: xentropy-loss {rows[0]['xentropy-loss']:.4f} -> "
+          f"{rows[-1]['xentropy-loss']:.4f}, val-error-top1 {rows[-1]['val-error-top1']}")
+
+    code, out = example("imagenet-resnet.py", "-d", "18", "--eval", "--load", str(logdir / "checkpoint"),
+                        train=False)
+    assert code == 0, out[-5000:]
+    # eval_classification's FeedfreePredictor on the last checkpoint: what the InferenceRunner measured
+    # with the same weights after the last epoch
+    assert eval_errors(out) == (pytest.approx(rows[-1]["val-error-top1"]), pytest.approx(rows[-1]["val-error-top5"]))
+    assert "Restored" in out and "from checkpoint" in out
+
+
+def test_shufflenet_trains_on_its_linear_schedule_and_evaluates_its_checkpoint(example, tmp_path):
+    code, out = example("shufflenet.py", "--batch", "2")
+    assert code == 0, out[-5000:]
+    logdir = tmp_path / "train_log" / "ShuffleNetV1-0.5x-g8"
+    rows = stats(logdir)
+    assert_trained(logdir, rows, "xentropy-loss", "train-error-top1", ("val-error-top1", "val-error-top5"))
+    for r in rows:  # ScheduledHyperParamSetter((0, 0.5), (300000, 0), interp='linear', step_based=True)
+        assert r["learning_rate"] == pytest.approx(0.5 * (1 - r["global_step"] / 300000), rel=1e-7)
+        assert r["learning_rate-summary"] == r["learning_rate"]
+    print(f"shufflenet.py: xentropy-loss {rows[0]['xentropy-loss']:.1f} -> {rows[-1]['xentropy-loss']:.1f}, "
+          f"val-error-top1 {rows[-1]['val-error-top1']}, top5 {rows[-1]['val-error-top5']}")
+
+    code, out = example("shufflenet.py", "--eval", "--load", str(logdir / "checkpoint"), train=False)
+    assert code == 0, out[-5000:]
+    assert eval_errors(out) == (pytest.approx(rows[-1]["val-error-top1"]), pytest.approx(rows[-1]["val-error-top5"]))
+
+
+def test_alexnet_trains_with_data_parallel_inference_and_leaves_its_aaa_summary_unwritten(example, tmp_path):
+    code, out = example("alexnet.py", "--batch", "2")
+    assert code == 0, out[-5000:]
+    logdir = tmp_path / "train_log" / "AlexNet"
+    rows = stats(logdir)
+    assert_trained(logdir, rows, "xentropy-loss", "train-error-top1", ("val-error-top1", "val-error-top5"))
+    for r in rows:  # the schedule's first value, 0.01 * batch / 128
+        assert r["learning_rate-summary"] == pytest.approx(0.01 * 2 / 128, rel=1e-6)
+    # tf.summary.image('visualize_conv1', ..., collections=['AAA']): outside TF1's summaries collection,
+    # so never merged nor written, as in tensorpack
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+    events = EventAccumulator(str(logdir), size_guidance={"images": 0})
+    events.Reload()
+    assert not [t for t in events.Tags()["images"] if "visualize_conv1" in t]
+    assert "not written, as in TF1" in out
+    print(f"alexnet.py: xentropy-loss {rows[0]['xentropy-loss']:.4f} -> {rows[-1]['xentropy-loss']:.4f}")
+
+
+def test_vgg16_and_inception_bn_stop_where_tensorpack_stops_without_their_gpus(example):
+    """vgg16.py asserts a total batch of at least 256 (224x224 images; more memory than this machine
+    has on CPU), inception-bn.py six GPUs (its SyncMultiGPUTrainer(6)), as tensorpack's did."""
+    code, out = example("vgg16.py", "--batch", "2")
+    assert code != 0 and "assert total_batch >= 256" in out and "AssertionError" in out, out[-3000:]
+    code, out = example("inception-bn.py")
+    assert code != 0 and "assert nr_tower == NUM_GPU" in out and "AssertionError" in out, out[-3000:]
