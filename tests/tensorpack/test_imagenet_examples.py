@@ -184,3 +184,94 @@ def test_vgg16_and_inception_bn_stop_where_tensorpack_stops_without_their_gpus(e
     assert code != 0 and "assert total_batch >= 256" in out and "AssertionError" in out, out[-3000:]
     code, out = example("inception-bn.py")
     assert code != 0 and "assert nr_tower == NUM_GPU" in out and "AssertionError" in out, out[-3000:]
+
+
+# -- what the scripts needed, in process ---------------------------------------------------------------
+def _small_model():
+    from trainstack.tensorpack import FullyConnected, ModelDesc, tfv1
+
+    class Small(ModelDesc):
+        def inputs(self):
+            return [tfv1.TensorSpec([None, 3], tfv1.float32, "x"), tfv1.TensorSpec([None], tfv1.int32, "label")]
+
+        def build_graph(self, x, label):
+            logits = FullyConnected("fc", x, 4)
+            tfv1.identity(tfv1.cast(tfv1.argmax(logits, 1), tfv1.int32) - label, name="diff")
+            return tfv1.reduce_mean(logits, name="cost")
+
+    return Small()
+
+
+def test_feedfree_predictor_predicts_the_sources_batches_in_order_then_stops_it():
+    """eval_classification's use: ``FeedfreePredictor(config, StagingInput(QueueInput(df), device='/gpu:0'))``
+    called once per batch gives what an OfflinePredictor gives on the same arrays, batch after batch;
+    ``close()`` stops the queue's thread."""
+    from trainstack.tensorpack import (
+        DataFromList,
+        FeedfreePredictor,
+        FeedInput,
+        OfflinePredictor,
+        PredictConfig,
+        QueueInput,
+        StagingInput,
+    )
+
+    rng = np.random.RandomState(0)
+    batches = [[rng.randn(n, 3).astype("float32"), rng.randint(0, 4, size=n).astype("int32")] for n in (5, 5, 3)]
+    config = PredictConfig(model=_small_model(), input_names=["x", "label"], output_names=["fc/output", "diff"])
+    expected = OfflinePredictor(config)
+    for make in (lambda df: QueueInput(df), lambda df: StagingInput(QueueInput(df), device="/gpu:0")):
+        source = make(DataFromList(batches, shuffle=False))
+        with FeedfreePredictor(config, source) as pred:
+            for _ in range(2):  # the source streams pass after pass
+                for x, label in batches:
+                    got = pred()
+                    for g, e in zip(got, expected(x, label)):
+                        np.testing.assert_allclose(g, e, rtol=1e-6)
+                    assert got[0].shape == (len(x), 4)
+        queue = source.input if isinstance(source, StagingInput) else source
+        assert queue._thread is None  # stopped by close()
+        with pytest.raises(RuntimeError, match="after close"):
+            pred()
+
+    with pytest.raises(TypeError, match="OfflinePredictor"):
+        FeedfreePredictor(config, FeedInput(DataFromList(batches)))
+    with pytest.raises(ValueError, match="return_input"):
+        FeedfreePredictor(PredictConfig(model=_small_model(), input_names=["x", "label"], output_names=["diff"],
+                                        return_input=True), QueueInput(DataFromList(batches)))
+
+
+def test_per_pixel_mean_reads_caffes_blob_proto_packed_or_not(tmp_path):
+    """``ILSVRCMeta.get_per_pixel_mean`` (inception-bn.py's) reads caffe's ``imagenet_mean.binaryproto``;
+    the files here are serialized by protobuf itself from caffe's ``BlobProto`` definition."""
+    import cv2
+    import example_data
+    from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
+
+    from trainstack.tensorpack.dataflow.dataset import ILSVRCMeta
+
+    F = descriptor_pb2.FieldDescriptorProto
+    mean = example_data.per_pixel_mean()
+    for packed in (True, False):
+        proto = descriptor_pb2.FileDescriptorProto(name=f"blob{packed}.proto", package=f"caffe{int(packed)}")
+        message = proto.message_type.add(name="BlobProto")
+        for name, number in (("num", 1), ("channels", 2), ("height", 3), ("width", 4)):
+            message.field.add(name=name, number=number, type=F.TYPE_INT32, label=F.LABEL_OPTIONAL)
+        data = message.field.add(name="data", number=5, type=F.TYPE_FLOAT, label=F.LABEL_REPEATED)
+        data.options.packed = packed  # caffe.proto: [packed = true]
+        message.field.add(name="diff", number=6, type=F.TYPE_FLOAT, label=F.LABEL_REPEATED)
+        pool = descriptor_pool.DescriptorPool()
+        pool.Add(proto)
+        blob = message_factory.GetMessageClass(pool.FindMessageTypeByName(f"caffe{int(packed)}.BlobProto"))(
+            num=1, channels=3, height=256, width=256, data=mean.ravel().tolist(), diff=[1.0, 2.0])
+        serialized = blob.SerializeToString()
+        assert serialized.startswith(example_data.blob_proto(mean)) == packed  # the test data's writer
+        meta = tmp_path / f"packed{packed}"
+        meta.mkdir()
+        (meta / "synsets.txt").write_text("n0\n")
+        (meta / "imagenet_mean.binaryproto").write_bytes(serialized)
+        got = ILSVRCMeta(str(meta)).get_per_pixel_mean()
+        np.testing.assert_array_equal(got, mean.transpose(1, 2, 0))
+        assert got.dtype == np.float32
+        np.testing.assert_allclose(ILSVRCMeta(str(meta)).get_per_pixel_mean((224, 200)),
+                                   cv2.resize(mean.transpose(1, 2, 0), (200, 224)))
