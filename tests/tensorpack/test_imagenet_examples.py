@@ -275,3 +275,65 @@ def test_per_pixel_mean_reads_caffes_blob_proto_packed_or_not(tmp_path):
         assert got.dtype == np.float32
         np.testing.assert_allclose(ILSVRCMeta(str(meta)).get_per_pixel_mean((224, 200)),
                                    cv2.resize(mean.transpose(1, 2, 0), (200, 224)))
+
+
+def test_imagenet_models_accum_grad_applies_the_sum_of_niter_gradients_with_nesterov_momentum(tmp_path):
+    """``ImageNetModel.accum_grad = 2`` (imagenet_utils' optimizer(): ``AccumGradOptimizer(MomentumOptimizer(
+    lr, 0.9, use_nesterov=True), 2)``): the weights stay put at steps 1 and 3 and move at steps 2 and 4 by
+    TF1's Nesterov update of the *sum* of the two steps' gradients (tensorpack's rule), computed in NumPy
+    for a linear classifier on ImageNetModel's normalized input."""
+    import importlib.util
+
+    import tensorflow as tf
+
+    from trainstack.loop import Callback
+    from trainstack.tensorpack import FullyConnected, SimpleTrainer, TrainConfig, launch_train_with_config
+
+    assert main([str(FOLDER), "--out", str(tmp_path)]) == 0
+    spec = importlib.util.spec_from_file_location("ported_imagenet_utils", tmp_path / "imagenet_utils.py")
+    imagenet_utils = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(imagenet_utils)
+
+    class Linear(imagenet_utils.ImageNetModel):
+        image_shape, data_format, weight_decay, accum_grad = 1, "NHWC", 0, 2
+
+        def get_logits(self, image):
+            return FullyConnected("linear", image, 1000, kernel_initializer=tf.zeros_initializer())
+
+    class Weights(Callback):
+        def __init__(self):
+            self.values = []
+
+        def _trigger_step(self):
+            by_name = {v.name: v.numpy().copy() for v in self.trainer.tower_func.variables}
+            self.values.append((by_name["linear/W:0"], by_name["linear/b:0"]))
+
+    rng = np.random.RandomState(0)
+    batches = [[rng.randint(0, 256, size=(2, 1, 1, 3)).astype("uint8"), rng.randint(0, 1000, size=2).astype("int32")]
+               for _ in range(4)]
+    weights = Weights()
+    launch_train_with_config(TrainConfig(model=Linear(), dataflow=batches, callbacks=[weights], monitors=[],
+                                         max_epoch=1, steps_per_epoch=4), SimpleTrainer())
+
+    mean, std = np.array([0.406, 0.456, 0.485]) * 255, np.array([0.225, 0.224, 0.229]) * 255  # BGR
+    W, b = np.zeros((3, 1000)), np.zeros(1000)
+    acc_W, acc_b = np.zeros_like(W), np.zeros_like(b)  # TF1 MomentumOptimizer's accumulators
+    sum_W, sum_b = np.zeros_like(W), np.zeros_like(b)  # AccumGradOptimizer's
+    expected = []
+    for step, (image, label) in enumerate(batches, 1):
+        x = (image.reshape(2, 3) - mean) / std
+        logits = x @ W + b
+        p = np.exp(logits - logits.max(1, keepdims=True))
+        p /= p.sum(1, keepdims=True)
+        p[np.arange(2), label] -= 1
+        sum_W, sum_b = sum_W + x.T @ p / 2, sum_b + p.mean(0)
+        if step % 2 == 0:
+            acc_W, acc_b = 0.9 * acc_W + sum_W, 0.9 * acc_b + sum_b
+            W, b = W - 0.1 * (sum_W + 0.9 * acc_W), b - 0.1 * (sum_b + 0.9 * acc_b)
+            sum_W, sum_b = np.zeros_like(W), np.zeros_like(b)
+        expected.append((W.copy(), b.copy()))
+    for step, ((got_W, got_b), (want_W, want_b)) in enumerate(zip(weights.values, expected), 1):
+        np.testing.assert_allclose(got_W, want_W, rtol=1e-4, atol=1e-7, err_msg=f"step {step}")
+        np.testing.assert_allclose(got_b, want_b, rtol=1e-4, atol=1e-7, err_msg=f"step {step}")
+    assert not np.array_equal(weights.values[1][0], weights.values[0][0])  # moved at step 2
+    assert np.array_equal(weights.values[2][0], weights.values[1][0])  # not at step 3
