@@ -14,7 +14,8 @@ callbacks run, the learning rate the schedule set) and the checkpoints; ``--eval
 ``imagenet_utils.eval_classification`` (a ``FeedfreePredictor`` over ``StagingInput(QueueInput(...))``)
 on the trained checkpoint. ``vgg16.py`` and ``inception-bn.py`` stop where tensorpack's stop on one CPU.
 
-The tests run in parallel under ``pytest -n``; each is one or two subprocesses of 10 to 20 seconds.
+The tests run in parallel under ``pytest -n``; the file took 92 s of CPU in all (81 s user, 11 s system),
+so about 50 s on two free cores.
 """
 from __future__ import annotations
 
