@@ -87,8 +87,6 @@ REPLACED: dict[str, str] = {
         "not provided: batch the requests and call an OfflinePredictor",
     "tensorpack.predict.dataset.MultiProcessDatasetPredictor":
         "not provided: a TF2 process per predictor gains nothing over batching; use SimpleDatasetPredictor with BatchData",
-    "tensorpack.predict.feedfree.FeedfreePredictor":
-        "not provided: use InferenceRunner with a feedfree input, or a predictor on batches",
     "tensorpack.predict.multigpu.DataParallelOfflinePredictor":
         "replaced by trainer.get_predictors(...) (one per device) and DataParallelInferenceRunner",
     "tensorpack.predict.multigpu.MultiTowerOfflinePredictor":
