@@ -17,6 +17,8 @@ modules and the tests that prove them):
 - step_counter.py ``get_global_step_var``
 - regularize.py ``regularize_cost``, ``l2_regularizer``, ``l1_regularizer``
 - aliases.py    ``get_num_gpu``, ``KerasPhaseCallback``
+- keras_phase.py Keras's learning phase in a tower (``training=`` from the tower), ``layer.updates``
+- keras_trainer.py ``KerasModel``, ``setup_keras_trainer`` (tensorpack's ``contrib.keras``)
 - compat_v1.py  ``tfv1``: ``tf.compat.v1`` with TF1's ``tf.layers`` (``layers/tf_layers.py``)
 - data_parallel.py ``DataParallelBuilder.call_for_each_tower`` (towers under this layer's TowerContext)
 - variable_scopes.py ``auto_reuse_variable_scope``, ``under_variable_scope``
@@ -30,6 +32,7 @@ from .aliases import KerasPhaseCallback, get_num_gpu
 from .compat_v1 import tfv1
 from .data_parallel import DataParallelBuilder
 from .distributed_trainers import DistributedTrainerParameterServer, DistributedTrainerReplicated, HorovodTrainer
+from .keras_trainer import KerasModel, setup_keras_trainer
 from .feedfree import FeedfreeTrainerBase, SimpleFeedfreeTrainer, SingleCostFeedfreeTrainer
 from .layers import (
                      AvgPooling,
@@ -94,7 +97,7 @@ __all__ = [
     "SyncMultiGPUTrainerParameterServer", "SyncMultiGPUTrainer", "AsyncMultiGPUTrainer", "apply_grad_processors",
     "HorovodTrainer", "DistributedTrainerReplicated", "DistributedTrainerParameterServer", "minimize", "GraphOp", "GraphBuildError",
     "add_param_summary", "regularize_cost", "l2_regularizer", "l1_regularizer", "get_global_step_var", "last_trainer",
-    "tfv1", "get_num_gpu", "KerasPhaseCallback", "DataParallelBuilder",
+    "tfv1", "get_num_gpu", "KerasPhaseCallback", "KerasModel", "setup_keras_trainer", "DataParallelBuilder",
     "auto_reuse_variable_scope", "under_variable_scope",
     "FeedfreeTrainerBase", "SingleCostFeedfreeTrainer", "SimpleFeedfreeTrainer", "legacy_get_predictor",
     # tensorpack.models' layer functions and tfutils' argscope / varreplace (layers/)
