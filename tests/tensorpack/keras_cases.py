@@ -12,7 +12,12 @@ import tensorflow as tf
 from trainstack.dataflow import DataFromList
 from trainstack.inputs import FeedInput
 from trainstack.tensorpack.contrib.keras import KerasModel
-from trainstack.tensorpack.tf1 import SimpleTrainer, SyncMultiGPUTrainerParameterServer, SyncMultiGPUTrainerReplicated, tfv1
+from trainstack.tensorpack.tf1 import (
+    SimpleTrainer,
+    SyncMultiGPUTrainerParameterServer,
+    SyncMultiGPUTrainerReplicated,
+    tfv1,
+)
 
 _rng = np.random.default_rng(3)
 W1 = _rng.normal(size=(4, 8)).astype("float32") * 0.5

@@ -116,6 +116,7 @@ def test_keras_layers_in_a_tower_follow_the_towers_training_phase():
     tower's ``is_training`` (what tensorpack's KerasPhaseCallback fed); an explicit one is kept;
     ``layer.updates`` is [] in a tower, and Keras's own (missing) outside."""
     import keras
+
     from trainstack.tensorpack.tf1 import TowerContext, TowerFunc
 
     dropout = keras.Sequential([keras.layers.Dropout(0.5)])

@@ -32,8 +32,8 @@ from .aliases import KerasPhaseCallback, get_num_gpu
 from .compat_v1 import tfv1
 from .data_parallel import DataParallelBuilder
 from .distributed_trainers import DistributedTrainerParameterServer, DistributedTrainerReplicated, HorovodTrainer
-from .keras_trainer import KerasModel, setup_keras_trainer
 from .feedfree import FeedfreeTrainerBase, SimpleFeedfreeTrainer, SingleCostFeedfreeTrainer
+from .keras_trainer import KerasModel, setup_keras_trainer
 from .layers import (
                      AvgPooling,
                      BatchNorm,

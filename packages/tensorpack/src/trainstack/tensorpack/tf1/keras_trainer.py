@@ -47,9 +47,11 @@ from trainstack.inputs import InputSource
 from trainstack.towers import (
     InferenceRunner,
     ScalarStats,
-    SingleCostTrainer as CoreSingleCostTrainer,
     apply_default_prefetch,
     get_current_tower_context,
+)
+from trainstack.towers import (
+    SingleCostTrainer as CoreSingleCostTrainer,
 )
 
 from .aliases import get_num_gpu
