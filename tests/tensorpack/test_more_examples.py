@@ -108,3 +108,40 @@ def test_disturb_label_examples(tmp_path):
     print(f"svhn-disturb.py: validation_accuracy by --prob: {accuracy}")
     assert accuracy["0.1"] >= ACCURACY
     assert accuracy["1.0"] < 0.4   # random labels: nothing to learn (chance is 0.1)
+
+
+#: tensorpack 1547a54's mnist-addition.py maps its dataflow with an undefined name (``MapData(ds, dp)``,
+#: a NameError in tensorpack as here): its ``mapper``, defined on the line before, is meant.
+ADDITION_FIX = (b"    ds = MapData(ds, dp)\n", b"    ds = MapData(ds, mapper)\n")
+
+
+def test_spatial_transformer_mnist_addition_trains_its_two_transformers(tmp_path):
+    import math
+
+    import example_data
+    from test_tensorpack_examples import images
+    data, out = tmp_path / "data", tmp_path / "ported"
+    example_data.write_mnist(str(data), train=512, test=256)
+    assert port_into(EXAMPLES / "SpatialTransformer", out) == {"mnist-addition.py": 4}
+    script = out / "SpatialTransformer" / "mnist-addition.py"
+    err = fails([RUNNER, "--max-epoch", 1, "--steps-per-epoch", 1, script], tmp_path, data)
+    assert "NameError: name 'dp' is not defined" in err, err[-3000:]
+    source = script.read_bytes()
+    assert source.count(ADDITION_FIX[0]) == 1
+    script.write_bytes(source.replace(*ADDITION_FIX))
+    run([RUNNER, "--max-epoch", 2, "--steps-per-epoch", 10, script], tmp_path, data)
+    logdir = tmp_path / "train_log" / "mnist-addition"
+    rows = stats(logdir)
+    print(f"mnist-addition.py: cross_entropy_loss {rows[0]['cross_entropy_loss']:.3f} -> "
+          f"{rows[-1]['cross_entropy_loss']:.3f}, validation_cost {rows[-1]['validation_cost']:.3f}, "
+          f"validation_error {rows[-1]['validation_error']:.3f}")
+    # 19 sums: below log(19), the cost of knowing nothing, the classifier learned at least how often each sum comes
+    assert rows[-1]["validation_cost"] < math.log(19) - 0.05, rows
+    assert rows[-1]["cross_entropy_loss"] < rows[0]["cross_entropy_loss"]
+    # SummaryGradient: the gradient of each of the 22 weights, the two transformers' scaled by ScaleGradient
+    grads = {k for k in rows[-1] if k.endswith("-grad-rms")}
+    assert len(grads) == 22 and {"STN1/fct/W-grad-rms", "STN2/conv0/W-grad-rms", "fct/b-grad-rms"} <= grads
+    # tf.summary.image('visualize'): the two digits, and each transformer's view of them, side by side
+    shown = images(logdir, "visualization/visualize")
+    assert sorted(shown) == [10, 20] and len(shown[20]) == 30
+    assert shown[20][0].shape == (2 * 42, 3 * 42, 1)
