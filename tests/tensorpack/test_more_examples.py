@@ -145,3 +145,82 @@ def test_spatial_transformer_mnist_addition_trains_its_two_transformers(tmp_path
     shown = images(logdir, "visualization/visualize")
     assert sorted(shown) == [10, 20] and len(shown[20]) == 30
     assert shown[20][0].shape == (2 * 42, 3 * 42, 1)
+
+
+def test_char_rnn_trains_its_two_layer_lstm_under_tf1s_names(tmp_path):
+    """char-rnn.py (``tf.contrib.rnn``'s ``MultiRNNCell`` of two ``LSTMBlockCell``s, ``static_rnn``,
+    ``placeholder_with_default`` states, ``GlobalNormClip``) on a corpus of random words."""
+    import math
+    import random
+
+    import tensorflow as tf
+    rng = random.Random(0)
+    words = "the quick brown fox jumps over the lazy dog and a cat sat on the mat".split()
+    corpus = " ".join(rng.choice(words) for _ in range(4000))
+    (tmp_path / "input.txt").write_text(corpus)
+    assert port_into(EXAMPLES / "Char-RNN", tmp_path / "ported") == {"char-rnn.py": 4}
+    run([RUNNER, "--max-epoch", 2, "--steps-per-epoch", 15, tmp_path / "ported" / "Char-RNN" / "char-rnn.py",
+         "train", "--corpus", tmp_path / "input.txt"], tmp_path)
+    logdir = tmp_path / "train_log" / "char-rnn"
+    rows = stats(logdir, 2, 15)
+    chance = math.log(len(set(corpus)))   # 27 characters
+    print(f"char-rnn.py: cost {rows[0]['cost']:.3f} -> {rows[-1]['cost']:.3f} (log of the vocabulary: {chance:.3f})")
+    assert rows[-1]["cost"] < chance - 0.5 and rows[-1]["cost"] < rows[0]["cost"], rows
+    shapes = dict(tf.train.list_variables(str(logdir / "model-30")))
+    for k in range(2):   # TF1's names: rnnlm/multi_rnn_cell/cell_k/lstm_cell/{kernel, bias}
+        prefix = f"model/untracked/rnnlm.Smulti_rnn_cell.Scell_{k}.Slstm_cell.S"
+        assert shapes[prefix + "kernel/.ATTRIBUTES/VARIABLE_VALUE"] == [512, 1024]
+        assert shapes[prefix + "bias/.ATTRIBUTES/VARIABLE_VALUE"] == [1024]
+
+
+def test_tf1_rnn_cells_compute_tf1s_lstm_formula_under_tf1s_names():
+    """``tfv1.contrib.rnn``: ``static_rnn`` of a ``MultiRNNCell`` of an ``LSTMBlockCell`` (forget bias 1)
+    and a ``BasicLSTMCell(forget_bias=0)`` computes TF1's LSTM step by step, NumPy's; the variables
+    are TF1's, made at the first step and reused after; what they cannot do is an error naming it."""
+    import numpy as np
+    import tensorflow as tf
+
+    from trainstack.tensorpack.tf1 import TF1CallError, TowerContext, TowerFunc, tfv1
+    rnn = tfv1.contrib.rnn
+    rng = np.random.default_rng(0)
+    xs = rng.normal(size=(3, 2, 4)).astype("float32")   # 3 steps, batch 2, 4 features
+
+    def tower(x):
+        cell = rnn.MultiRNNCell([rnn.LSTMBlockCell(num_units=5), rnn.BasicLSTMCell(num_units=3, forget_bias=0.0)])
+        outputs, last = rnn.static_rnn(cell, tf.unstack(x, axis=0), dtype=tf.float32, scope="rnnlm")
+        return tf.stack(outputs), last
+
+    func = TowerFunc(tower, [tf.TensorSpec([3, None, 4], tf.float32, "x")])
+
+    @tf.function
+    def build(x):
+        with TowerContext("tower0", is_training=True):
+            return func(x)
+
+    outputs, last = build(tf.constant(xs))
+    names = {v.name.split(":")[0]: v.numpy() for v in func.variables}
+    assert sorted(names) == ["rnnlm/multi_rnn_cell/cell_0/lstm_cell/bias", "rnnlm/multi_rnn_cell/cell_0/lstm_cell/kernel",
+                             "rnnlm/multi_rnn_cell/cell_1/basic_lstm_cell/bias",
+                             "rnnlm/multi_rnn_cell/cell_1/basic_lstm_cell/kernel"]
+    assert names["rnnlm/multi_rnn_cell/cell_0/lstm_cell/kernel"].shape == (4 + 5, 20)
+    assert not names["rnnlm/multi_rnn_cell/cell_0/lstm_cell/bias"].any()   # zeros
+
+    def sigmoid(v):
+        return 1 / (1 + np.exp(-v))
+
+    def lstm(prefix, forget_bias, x, c, h):   # TF1's: [i, j, f, o] = [x, h] W + b
+        i, j, f, o = np.split(np.concatenate([x, h], 1) @ names[prefix + "kernel"] + names[prefix + "bias"], 4, 1)
+        c = c * sigmoid(f + forget_bias) + sigmoid(i) * np.tanh(j)
+        return c, np.tanh(c) * sigmoid(o)
+
+    state = [(np.zeros((2, 5)), np.zeros((2, 5))), (np.zeros((2, 3)), np.zeros((2, 3)))]
+    for t in range(3):
+        state[0] = lstm("rnnlm/multi_rnn_cell/cell_0/lstm_cell/", 1.0, xs[t], *state[0])
+        state[1] = lstm("rnnlm/multi_rnn_cell/cell_1/basic_lstm_cell/", 0.0, state[0][1], *state[1])
+        np.testing.assert_allclose(outputs[t].numpy(), state[1][1], rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(last[0].c.numpy(), state[0][0], rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(last[1].h.numpy(), state[1][1], rtol=1e-5, atol=1e-6)
+    with pytest.raises(TF1CallError, match="use_peephole"):
+        rnn.LSTMBlockCell(4, use_peephole=True)
+    with pytest.raises(TF1CallError, match="sequence_length"):
+        rnn.static_rnn(rnn.BasicLSTMCell(2), [tf.zeros([1, 2])], dtype=tf.float32, sequence_length=[1])
