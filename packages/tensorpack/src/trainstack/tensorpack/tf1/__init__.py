@@ -19,7 +19,8 @@ modules and the tests that prove them):
 - aliases.py    ``get_num_gpu``, ``KerasPhaseCallback``
 - keras_phase.py Keras's learning phase in a tower (``training=`` from the tower), ``layer.updates``
 - keras_trainer.py ``KerasModel``, ``setup_keras_trainer`` (tensorpack's ``contrib.keras``)
-- compat_v1.py  ``tfv1``: ``tf.compat.v1`` with TF1's ``tf.layers`` (``layers/tf_layers.py``)
+- compat_v1.py  ``tfv1``: ``tf.compat.v1`` with TF1's ``tf.layers`` (``layers/tf_layers.py``) and ``contrib.rnn``
+- rnn_cells.py  ``tfv1.contrib.rnn``: TF1's LSTM cells and ``static_rnn``
 - data_parallel.py ``DataParallelBuilder.call_for_each_tower`` (towers under this layer's TowerContext)
 - variable_scopes.py ``auto_reuse_variable_scope``, ``under_variable_scope``
 - legacy/       the older trainer API (tensorpack's 003 documents)
