@@ -47,8 +47,6 @@ REPLACED: dict[str, str] = {
         "whose process_scalar logs to your comet_ml.Experiment",
     "tensorpack.callbacks.prof.GPUMemoryTracker": "replaced by PeakMemoryTracker",
     "tensorpack.callbacks.prof.HostMemoryTracker": "replaced by PeakMemoryTracker",
-    "tensorpack.contrib.keras.KerasModel": NOT_YET,
-    "tensorpack.contrib.keras.setup_keras_trainer": NOT_YET,
     "tensorpack.dataflow.dataset.caltech101.Caltech101Silhouettes":
         "not provided: read them with a DataFlow of your own",
     "tensorpack.dataflow.dataset.ilsvrc.TinyImageNet": "not provided: read them with a DataFlow of your own",
@@ -123,10 +121,7 @@ REPLACED: dict[str, str] = {
 }
 
 #: the entries of :data:`REPLACED` whose import raises (the others import as stand-ins)
-IMPORT_ERRORS: frozenset[str] = frozenset({
-    "tensorpack.contrib.keras.KerasModel",
-    "tensorpack.contrib.keras.setup_keras_trainer",
-})
+IMPORT_ERRORS: frozenset[str] = frozenset()
 
 #: the modules each tensorpack package star-imports (its __init__'s rule)
 EXPOSES: dict[str, tuple[str, ...]] = {
