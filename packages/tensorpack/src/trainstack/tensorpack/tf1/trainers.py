@@ -8,6 +8,7 @@
   (:mod:`.recording`), which traces the steps it built when ``__init__`` returns;
 - ``_outside_tower``: the optimizer function runs inside the room;
 - ``_adapt_optimizer``: a ``tf.compat.v1.train`` optimizer becomes its Keras stand-in;
+- ``optimizer``: a trainer that built its graph in ``__init__`` with one optimizer has it as its own;
 - ``tower_func_class``: a plain tower function is built in the room (:class:`~.tower.TowerFunc`);
 - ``implicit_callbacks``: the callback keeping ``get_global_step_var()`` equal to the loop's step
   (``tower_func``'s setter marks the trainer's tower function as one whose training towers may
@@ -66,6 +67,18 @@ class TF1Trainer:
         (this trainer keeps the variable equal to the step)."""
         core.TowerTrainer.tower_func.fset(self, func)  # type: ignore[attr-defined]
         step_counter.mirror_step_of(func)
+
+    @property
+    def optimizer(self) -> Any:
+        """The core's (the optimizer ``setup_graph`` made); for a trainer that built its graph in
+        ``__init__``, the optimizer its ``opt.minimize`` calls used when they used one (a GAN's
+        ``model.get_optimizer()``), so that ``ScheduledHyperParamSetter('learning_rate', ...)`` sets
+        the learning-rate variable its ``optimizer()`` made; None when they used several."""
+        own = core.TowerTrainer.optimizer.fget(self)  # type: ignore[attr-defined]
+        if own is not None or not self.records_graph_build:
+            return own
+        used = list(self.optimizers.values())  # type: ignore[attr-defined]
+        return used[0] if len(used) == 1 else None
 
     def _constructing(self) -> ContextManager[Any]:
         stack = contextlib.ExitStack()
