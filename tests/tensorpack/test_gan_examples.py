@@ -15,7 +15,10 @@ changes the rate that trainer's optimizer applies.
 from __future__ import annotations
 
 import json
+import os
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -270,3 +273,78 @@ def test_a_scheduled_setter_changes_the_rate_gan_pys_trainer_applies():
     lr = trainer.optimizer.learning_rate
     assert float(lr.numpy()) == pytest.approx(1e-4)   # the variable optimizer() made, read at each step
     print(f"GAN.py's GANTrainer: largest move per step {moves}, ratio at the change {ratio:.1f}")
+
+
+def test_discogan_celeba_stops_without_a_gpu_as_written(tmp_path):
+    """DiscoGAN-CelebA.py asserts ``tf.test.is_gpu_available()`` before it reads its data: on a
+    machine without a GPU it stops there, as tensorpack's did (TF1's own function, through tfv1)."""
+    assert port_folder(EXAMPLES / "GAN", tmp_path / "ported") == PORTED
+    done = subprocess.run([sys.executable, str(RUNNER), "--max-epoch", "1", "--steps-per-epoch", "1",
+                           str(tmp_path / "ported" / "DiscoGAN-CelebA.py"), "--data", str(tmp_path)],
+                          cwd=tmp_path, capture_output=True, text=True, timeout=300,
+                          env={**os.environ, "CUDA_VISIBLE_DEVICES": "", "TF_CPP_MIN_LOG_LEVEL": "2"})
+    assert done.returncode != 0
+    assert "assert tf.test.is_gpu_available()\nAssertionError" in done.stderr, done.stderr[-3000:]
+
+
+def test_a_script_callbacks_tf1_graph_runs_on_the_models_variables_in_its_hooks():
+    """A callback of the script's own (here inside trainstack's PeriodicTrigger) builds TF1 ops in
+    ``_setup_graph`` over ``tf.trainable_variables()``; in its hooks ``tensor.eval()``, ``op.run()``
+    and ``tf.get_default_session().run(...)`` compute and assign on the model's variables, each time.
+    After training its hooks are its class's again and no session is left as the default."""
+    import tensorflow as tf
+
+    from trainstack.callbacks import PeriodicTrigger
+    from trainstack.inputs import QueueInput
+    from trainstack.loop import Callback
+    from trainstack.tensorpack import tfv1
+
+    gan = ported_gan()
+
+    class Model(gan["GANModelDesc"]):
+        def inputs(self):
+            return [tf.TensorSpec((None, 2), tf.float32, "real"), tf.TensorSpec((None, 3), tf.float32, "z")]
+
+        def build_graph(self, real, z):
+            with tfv1.variable_scope("gen"):
+                fake = gan_fc("fc", z, 2)
+            with tfv1.variable_scope("discrim"):
+                self.build_losses(gan_fc("fc", real, 1), gan_fc("fc", fake, 1))
+            self.collect_variables()
+
+        def optimizer(self):
+            return tfv1.train.GradientDescentOptimizer(0.1)
+
+    def gan_fc(name, x, units):
+        with tfv1.variable_scope(name, reuse=tfv1.AUTO_REUSE):
+            w = tfv1.get_variable("W", [x.shape[-1], units], initializer=tfv1.ones_initializer())
+            return tf.matmul(x, w)
+
+    class Halve(Callback):
+        def _setup_graph(self):
+            critic = [v for v in tfv1.trainable_variables() if v.op.name.startswith("discrim/")]
+            self.names = [v.op.name for v in critic]
+            self._sum = tf.add_n([tf.reduce_sum(tf.abs(v)) for v in critic])
+            self._op = tf.group(*[tfv1.assign(v, v * 0.5) for v in critic])
+            self.seen = []
+
+        def _trigger(self):
+            before = self._sum.eval()
+            self._op.run()
+            self.seen.append((before, tfv1.get_default_session().run({"sum": self._sum})["sum"],
+                              float(np.abs(model.d_vars[0].numpy()).sum())))
+
+    rng = np.random.default_rng(0)
+    batch = [rng.normal(size=(4, 2)).astype(np.float32), rng.uniform(-1, 1, size=(4, 3)).astype(np.float32)]
+    model = Model()
+    trainer = gan["GANTrainer"](QueueInput([batch]), model)
+    halve = Halve()
+    trainer.train_with_defaults(callbacks=[PeriodicTrigger(halve, every_k_epochs=1)], monitors=[],
+                                steps_per_epoch=2, max_epoch=3)
+    assert halve.names == ["discrim/fc/W"]
+    assert len(halve.seen) == 3
+    for before, after, variable in halve.seen:
+        assert after == pytest.approx(before / 2) and variable == pytest.approx(after)
+    assert halve.seen[0][0] != pytest.approx(2.0)   # the steps before it trained the critic (ones at first)
+    assert "_trigger" not in vars(halve) and "_setup_graph" not in vars(halve)
+    assert tfv1.get_default_session() is None

@@ -87,30 +87,14 @@ class CallbackSession:
         key = tuple(id(f) for f in flat)
         function = self._functions.get(key)
         if function is None:
-            ops = [f for f in flat if isinstance(f, tf.Operation)]
-            tensors = [f for f in flat if not isinstance(f, tf.Operation)]
-            pruned = self._wrapped.prune([], [*tensors, *ops] if tensors else ops)
-            function = self._functions[key] = (lambda p=pruned, n=len(tensors): _split(p(), n, ops, tensors))
-        results = iter(function())
-        values = [None if isinstance(f, tf.Operation) else _numpy(next(results)) for f in flat]
+            function = self._functions[key] = self._wrapped.prune([], flat)
+        values = [None if v is None else v.numpy() for v in function()]   # None: an op, run
         return tf.nest.pack_sequence_as(fetches, values)
 
     def as_default(self) -> Any:
         """This session as the thread's default (TF1's ``sess.as_default()``)."""
         from tensorflow.python.framework import stack  # the thread's default-session stack
         return stack.default_session(self)
-
-
-def _split(outputs: Any, count: int, ops: list, tensors: list) -> list[Any]:
-    """The tensors' values of a pruned function's outputs (the ops ran with it)."""
-    if not tensors:
-        return []
-    outputs = outputs if isinstance(outputs, (list, tuple)) else [outputs]
-    return list(outputs[:count])
-
-
-def _numpy(value: Any) -> Any:
-    return value.numpy() if hasattr(value, "numpy") else value
 
 
 def _with_session(method: Callable[..., Any], session: CallbackSession) -> Callable[..., Any]:

@@ -39,9 +39,9 @@ from typing import Any
 
 import tensorflow as tf
 
+from .layers.varreplace import TF1VariableView
 from .recording import built_tower_funcs
 from .switch import Frame, Patch
-from .layers.varreplace import TF1VariableView
 from .trainable import keras_paths, trainable_of, variable_name, variables_of
 
 __all__ = ["PATCHES", "CALLBACK_GRAPH"]
