@@ -105,11 +105,11 @@ class TF1Trainer:
         super()._in_graph_step_done()  # type: ignore[misc]
         step_counter.advance_in_graph()
 
-    def register_callback(self, cb: Callback) -> bool:
-        """The loop's; a script's own callback builds its TF1 graph in ``_setup_graph``, to run in
+    def register_callback(self, cb: Any) -> Any:
+        """The core's; a script's own callback builds its TF1 graph in ``_setup_graph``, to run in
         its other hooks while the trainer trains (see :mod:`.callback_graphs`)."""
         registered = super().register_callback(cb)  # type: ignore[misc]
-        if registered:
+        if isinstance(cb, Callback) and registered is True:
             self.__dict__.setdefault("_tf1_callback_graphs", callback_graphs.CallbackGraphs(self)).add(cb)
         return registered
 
