@@ -4,79 +4,84 @@ A tower function builds one replicate of the model; trainers call it under a
 TowerContext (training towers ``tower0..``, inference towers for predictors),
 trace one step function from it, and keep the graph frozen afterwards.
 """
+from typing import TYPE_CHECKING
+
 # isort: off
 from trainstack.callbacks import tf_startup as _tf_startup  # noqa: F401 - first: TensorFlow without its start-up lines
 # isort: on
-# Each subpackage imports only those below it: run, trainers, predict, tower | session (.importlinter).
-# -- predictors, inference, SavedModel export, data-parallel inference
-from .predict import (
-                    BinaryClassificationStats,
-                    ClassificationError,
-                    DataParallelInferenceRunner,
-                    Inferencer,
-                    InferenceRunner,
-                    ModelExporter,
-                    OfflinePredictor,
-                    OnlinePredictor,
-                    PredictConfig,
-                    ScalarStats,
-                    export_saved_model,
-)
-from .predict.samples_grid import GeneratorSamplesGrid  # a generator's samples in TensorBoard
+from trainstack.loop.lazy_exports import lazy_exports
 
-# -- TrainConfig, launch_train_with_config
-from .run import AutoResumeTrainConfig, LoopStateInit, TrainConfig, apply_default_prefetch, launch_train_with_config
+if TYPE_CHECKING:  # the public names; each is imported on its first use (see lazy_exports)
+    # Each subpackage imports only those below it: run, trainers, predict, tower | session (.importlinter).
+    # -- predictors, inference, SavedModel export, data-parallel inference
+    from .predict import (
+                        BinaryClassificationStats,
+                        ClassificationError,
+                        DataParallelInferenceRunner,
+                        Inferencer,
+                        InferenceRunner,
+                        ModelExporter,
+                        OfflinePredictor,
+                        OnlinePredictor,
+                        PredictConfig,
+                        ScalarStats,
+                        export_saved_model,
+    )
+    from .predict.samples_grid import GeneratorSamplesGrid  # a generator's samples in TensorBoard
 
-# -- initializers (SessionInit), the runtime config, devices; towers, ModelDesc, gradient processors, steps
-from .session import (
-                    ChainInit,
-                    CheckpointInit,
-                    DictRestore,
-                    InitReport,
-                    JustCurrentSession,
-                    ResumeError,
-                    RuntimeConfig,
-                    SessionInit,
-                    SmartInit,
-                    logical_cpu_devices,
-                    resolve_devices,
-)
-from .tower import (
-                    FilterNoneGrad,
-                    GlobalNormClip,
-                    GradientProcessor,
-                    KerasModelDesc,
-                    MapGradient,
-                    ModelDesc,
-                    ModelDescBase,
-                    ProcessedOptimizer,
-                    RetraceError,
-                    ScaleGradient,
-                    SummaryGradient,
-                    TowerContext,
-                    TowerFunc,
-                    TowerHandle,
-                    TowerHandles,
-                    TracedStep,
-                    VariableReuseError,
-                    apply_grad_processors,
-                    check_eager_execution,
-                    get_current_tower_context,
-)
+    # -- TrainConfig, launch_train_with_config
+    from .run import AutoResumeTrainConfig, LoopStateInit, TrainConfig, apply_default_prefetch, launch_train_with_config
 
-# -- trainers, data-parallel trainers
-from .trainers import (
-                    AsyncMultiGPUTrainer,
-                    LeastLoadedPlacement,
-                    MultiGPUTrainerBase,
-                    NoOpTrainer,
-                    SimpleTrainer,
-                    SingleCostTrainer,
-                    StepOptions,
-                    SyncMultiGPUTrainerParameterServer,
-                    SyncMultiGPUTrainerReplicated,
-                    TowerTrainer,
-)
+    # -- initializers (SessionInit), the runtime config, devices; towers, ModelDesc, gradient processors, steps
+    from .session import (
+                        ChainInit,
+                        CheckpointInit,
+                        DictRestore,
+                        InitReport,
+                        JustCurrentSession,
+                        ResumeError,
+                        RuntimeConfig,
+                        SessionInit,
+                        SmartInit,
+                        logical_cpu_devices,
+                        resolve_devices,
+    )
+    from .tower import (
+                        FilterNoneGrad,
+                        GlobalNormClip,
+                        GradientProcessor,
+                        KerasModelDesc,
+                        MapGradient,
+                        ModelDesc,
+                        ModelDescBase,
+                        ProcessedOptimizer,
+                        RetraceError,
+                        ScaleGradient,
+                        SummaryGradient,
+                        TowerContext,
+                        TowerFunc,
+                        TowerHandle,
+                        TowerHandles,
+                        TracedStep,
+                        VariableReuseError,
+                        apply_grad_processors,
+                        check_eager_execution,
+                        get_current_tower_context,
+    )
+
+    # -- trainers, data-parallel trainers
+    from .trainers import (
+                        AsyncMultiGPUTrainer,
+                        LeastLoadedPlacement,
+                        MultiGPUTrainerBase,
+                        NoOpTrainer,
+                        SimpleTrainer,
+                        SingleCostTrainer,
+                        StepOptions,
+                        SyncMultiGPUTrainerParameterServer,
+                        SyncMultiGPUTrainerReplicated,
+                        TowerTrainer,
+    )
 
 __all__ = [
     # towers, ModelDesc, gradient processors, the traced step, the single-tower trainers
@@ -100,3 +105,5 @@ __all__ = [
     "AsyncMultiGPUTrainer", "LeastLoadedPlacement", "DataParallelInferenceRunner",
     "resolve_devices", "logical_cpu_devices",
 ]
+
+__getattr__, __dir__ = lazy_exports(__name__)

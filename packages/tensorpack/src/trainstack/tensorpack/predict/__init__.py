@@ -1,12 +1,14 @@
 """tensorpack 0.11's ``tensorpack.predict``: its names from ``trainstack.towers`` and this package's
-``config`` and ``dataset``."""
+``config``, ``dataset`` and ``feedfree`` (``FeedfreePredictor``)."""
 from trainstack.towers import OfflinePredictor, OnlinePredictor
 
 from .._replaced import stand_in_names, unprovided
 from .config import PredictConfig
 from .dataset import DatasetPredictorBase, SimpleDatasetPredictor
+from .feedfree import FeedfreePredictor
 
-__all__ = ["OnlinePredictor", "OfflinePredictor", "PredictConfig", "DatasetPredictorBase", "SimpleDatasetPredictor"]
+__all__ = ["OnlinePredictor", "OfflinePredictor", "PredictConfig", "DatasetPredictorBase", "SimpleDatasetPredictor",
+           "FeedfreePredictor"]
 
 __all__ += stand_in_names(__name__)
 
