@@ -165,6 +165,9 @@ def setup_keras_trainer(trainer: Any, get_model: Callable[..., Any], input_signa
 
     def get_cost(*tensors: tf.Tensor) -> tf.Tensor:
         ctx = get_current_tower_context()
+        if ctx is None:
+            raise RuntimeError("setup_keras_trainer: the cost function is a tower function; a trainer calls it "
+                               "in a TowerContext")
         targets = list(tensors[count:])
         outputs = caller(*tensors[:count])
         if not len(outputs) == len(targets) == len(loss):
@@ -210,11 +213,13 @@ class KerasModel:
         if not callable(get_model):
             raise TypeError(f"KerasModel: get_model must be callable, got {get_model!r}")
         self.get_model = get_model
-        self.input_signature = input_signature if input_signature is not None else inputs_desc
-        self.target_signature = target_signature if target_signature is not None else targets_desc
-        if self.input_signature is None or self.target_signature is None:
+        inputs = input_signature if input_signature is not None else inputs_desc
+        targets = target_signature if target_signature is not None else targets_desc
+        if inputs is None or targets is None:
             raise ValueError("KerasModel: input_signature and target_signature are required (lists of named "
                              "tf.TensorSpec)")
+        self.input_signature: Sequence[tf.TensorSpec] = inputs
+        self.target_signature: Sequence[tf.TensorSpec] = targets
         if trainer is None:
             gpus = get_num_gpu()
             trainer = SimpleTrainer() if gpus <= 1 else SyncMultiGPUTrainerParameterServer(gpus)
