@@ -8,7 +8,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from trainstack.dataflow import MultiProcessDataFlow, MultiProcessMapData, MultiProcessRunner, MultiThreadMapData
 from trainstack.dataflow.protocol import (
     dataflow_len_or_none,
     dataflow_size,
@@ -21,11 +20,6 @@ __all__ = ["dataflow_size", "dataflow_len_or_none", "reset_dataflow", "repeat_pa
            "close_workers"]
 
 
-#: trainstack's dataflows that start worker processes or threads (the ZMQ names are subclasses
-#: or aliases of these); their close() stops them, and their reset_state() starts them again
-_OWNERS_OF_WORKERS = (MultiProcessDataFlow, MultiProcessRunner, MultiProcessMapData, MultiThreadMapData)
-
-
 def close_workers(dataflow: Any) -> None:
     """Stop the worker processes and threads that ``dataflow`` or the dataflows it wraps
     (``ds`` of a proxy, ``df_lists`` of a mix) started: trainstack's multi-process and
@@ -35,8 +29,14 @@ def close_workers(dataflow: Any) -> None:
     that needed it; each of them starts again on its next ``reset_state()``. Other dataflows
     are left alone (a user's ``close()`` may be final, and tensorpack's DataFlows have none).
     """
+    # imported here: a program whose dataflows start no workers does not load the worker machinery
+    from trainstack.dataflow import MultiProcessDataFlow, MultiProcessMapData, MultiProcessRunner, MultiThreadMapData
+
     from .remote import RemoteDataFlow  # remote imports this module
 
+    # trainstack's dataflows that start worker processes or threads (the ZMQ names are subclasses
+    # or aliases of these); their close() stops them, and their reset_state() starts them again
+    owners = (MultiProcessDataFlow, MultiProcessRunner, MultiProcessMapData, MultiThreadMapData, RemoteDataFlow)
     seen: set[int] = set()
     stack = [dataflow]
     while stack:
@@ -44,7 +44,7 @@ def close_workers(dataflow: Any) -> None:
         if df is None or id(df) in seen:
             continue
         seen.add(id(df))
-        if isinstance(df, _OWNERS_OF_WORKERS + (RemoteDataFlow,)):
+        if isinstance(df, owners):
             df.close()
         stack.append(getattr(df, "ds", None))
         stack.extend(getattr(df, "df_lists", None) or ())

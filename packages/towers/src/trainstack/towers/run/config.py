@@ -25,7 +25,8 @@ from trainstack.callbacks.checkpoint_files import (
     read_state_file,
     state_file_problem,
 )
-from trainstack.inputs import InputError, InputSource, dataflow_size
+from trainstack.dataflow import dataflow_size
+from trainstack.inputs import InputError, InputSource
 from trainstack.loop import Callback, MonitorBase
 from trainstack.loop.checks import check_bool, check_int
 from trainstack.loop.stop import ON_NONFINITE
