@@ -21,7 +21,6 @@ from trainstack.inputs import (
     StagingInput,
     TensorInput,
     TFDatasetInput,
-    serve_dataflow,
 )
 from trainstack.loop.checks import ArgumentError
 

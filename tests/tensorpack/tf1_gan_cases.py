@@ -183,7 +183,7 @@ def compare_with_gradient_tape(worker_devices: list, num_gpu: int, steps: int, d
 
     data = GANData(steps * num_gpu)
     model = __getattr__("Model")()
-    from trainstack.inputs import QueueInput
+    from trainstack.tensorpack.input_source import QueueInput
 
     trainer = __getattr__("GANTrainer")(QueueInput(data), model, num_gpu=num_gpu, devices=devices)
     start = [v.numpy().copy() for v in model.g_vars + model.d_vars]

@@ -157,7 +157,7 @@ class TwoOptimizerTrainer(TowerTrainer):
 
         def build(feeds):
             with self.input.tracing(feeds):
-                inputs = self.input.get_input_tensors()
+                inputs = self.input.get_input_tensors(0)
             with TowerContext("tower0", is_training=True):
                 return self.tower_func(*inputs)
 
@@ -178,7 +178,7 @@ class TwoOptimizerTrainer(TowerTrainer):
 
     def _step(self, feeds, fetch_names):
         with self.input.tracing(feeds):
-            inputs = self.input.get_input_tensors()
+            inputs = self.input.get_input_tensors(0)
         with TowerContext("tower0", is_training=True), tf.GradientTape(persistent=True) as tape:
             cost = self.tower_func(*inputs)
         for opt, layer in self.updates():
