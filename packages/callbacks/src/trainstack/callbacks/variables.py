@@ -4,7 +4,7 @@
 - :func:`variable_name`: a variable's name without ``:0`` (a Keras variable: its ``path``,
   ``dense/kernel``);
 - :func:`to_numpy`: a fetched value (an eager tensor, a variable, NumPy or a Python value) as
-  NumPy, copied to the host.
+  NumPy, copied to the host; rank 0 as a NumPy scalar.
 """
 from __future__ import annotations
 
@@ -31,6 +31,14 @@ def variable_name(v: Any) -> str:
     return name[:-2] if name.endswith(":0") else name
 
 
-def to_numpy(value: Any) -> np.ndarray:
-    """A fetched value (eager tensor, variable, NumPy or Python value) as NumPy; copies to the host."""
-    return np.asarray(value.numpy() if hasattr(value, "numpy") else value)
+def to_numpy(value: Any) -> Any:
+    """A fetched value (eager tensor, variable, NumPy or Python value) as NumPy, copied to the host:
+    an array, or a NumPy scalar for a value of rank 0 (what ``tf.Tensor.numpy()`` gives), so that a
+    fetched scalar is a number (``float(x)``, ``check_number``) and still has ``ndim``, ``shape``
+    and ``size``. NumPy values come back as they are; Python values as NumPy's (``None`` stays
+    ``None``). The one conversion of fetched values: TracedStep's fetches and the callbacks'."""
+    if hasattr(value, "numpy"):
+        return value.numpy()
+    if isinstance(value, (np.ndarray, np.generic)):
+        return value
+    return np.asarray(value)[()]

@@ -56,6 +56,7 @@ from trainstack.loop.checks import check_int
 from trainstack.towers import StepOptions
 from trainstack.towers.tower.step import TracedStep
 
+from ._writers import monitors_of_process
 from .elastic_callbacks import ChiefGate, ChiefGatedMonitor, notify_world_size_change
 from .elastic_input import ElasticFeedInput
 from .horovod import HorovodShutdownError, HorovodTrainer, _as_tf_variable
@@ -170,10 +171,8 @@ class ElasticHorovodTrainer(HorovodTrainer):
     def _monitors_of_this_rank(self, monitors: Sequence[MonitorBase]) -> Sequence[MonitorBase]:
         """Monitors writing into the logger directory write on the current rank 0 only (no collective
         here: a worker that joins later must not run one outside the elastic run)."""
-        if not isinstance(monitors, (list, tuple)):
-            return monitors
-        return [ChiefGatedMonitor(m) if getattr(m, "writes_to_logger_dir", False) is True
-                and not isinstance(m, ChiefGate) else m for m in monitors]
+        return monitors_of_process(monitors, is_chief=self.is_chief, process="ElasticHorovodTrainer",
+                                   gate=lambda m: m if isinstance(m, ChiefGate) else ChiefGatedMonitor(m))
 
     def _sync_from_chief(self) -> None:
         """Nothing here: the elastic run's first synchronization broadcasts rank 0's state."""
