@@ -3,6 +3,7 @@
 - :func:`is_variable`: a ``tf.Variable``, a Keras 3 variable, or what behaves as one;
 - :func:`variable_name`: a variable's name without ``:0`` (a Keras variable: its ``path``,
   ``dense/kernel``);
+- :func:`variables_of`: the variables an object of a trainer's ``checkpoint_objects`` holds;
 - :func:`to_numpy`: a fetched value (an eager tensor, a variable, NumPy or a Python value) as
   NumPy, copied to the host; rank 0 as a NumPy scalar.
 """
@@ -13,7 +14,7 @@ from typing import Any
 import numpy as np
 import tensorflow as tf
 
-__all__ = ["is_variable", "variable_name", "to_numpy"]
+__all__ = ["is_variable", "variable_name", "variables_of", "to_numpy"]
 
 
 def is_variable(x: Any) -> bool:
@@ -29,6 +30,25 @@ def variable_name(v: Any) -> str:
     name = getattr(v, "path", None) if not isinstance(v, tf.Variable) else None
     name = name or getattr(v, "name", None) or repr(v)
     return name[:-2] if name.endswith(":0") else name
+
+
+def variables_of(obj: Any) -> list[Any]:
+    """The variables ``obj`` (an object of a trainer's ``checkpoint_objects``) holds, each once:
+    itself when it is a variable (:func:`is_variable`); those of each item of a list, tuple or
+    dict (what an owner may declare); a Keras layer's, optimizer's or ``tf.Module``'s
+    ``variables``; else, for another trackable (a ``tf.random.Generator``), the variables among
+    its attributes."""
+    if is_variable(obj):
+        return [obj]
+    if isinstance(obj, (list, tuple, dict)):
+        found = [v for item in (obj.values() if isinstance(obj, dict) else obj) for v in variables_of(item)]
+    else:
+        variables = getattr(obj, "variables", None)
+        if callable(variables):
+            variables = variables()
+        found = (list(variables) if variables is not None
+                 else [v for v in tf.nest.flatten(getattr(obj, "__dict__", {})) if is_variable(v)])
+    return list({id(v): v for v in found}.values())
 
 
 def to_numpy(value: Any) -> Any:

@@ -49,6 +49,7 @@ from typing import Any
 import numpy as np
 import tensorflow as tf
 
+from trainstack.callbacks import variables_of
 from trainstack.callbacks.callback_state import stateful_callbacks
 from trainstack.inputs import InputSource
 from trainstack.loop import Callback, MonitorBase
@@ -184,7 +185,7 @@ class ElasticHorovodTrainer(HorovodTrainer):
         for v in self.broadcast_targets:
             found.setdefault(id(v), v)
         for obj in self.checkpoint_objects.values():
-            for v in map(_as_tf_variable, _variables_of(obj)):
+            for v in map(_as_tf_variable, variables_of(obj)):
                 found.setdefault(id(v), v)
         return list(found.values())
 
@@ -372,16 +373,3 @@ def _apply(trainer: ElasticHorovodTrainer, training: dict[str, Any]) -> None:
                 hub.put_scalar(name, value)
         finally:
             hub.monitors = writers
-
-
-def _variables_of(obj: Any) -> list[Any]:
-    """The variables an object of ``checkpoint_objects`` holds (a tf.Module, a Keras optimizer,
-    a random generator...)."""
-    if isinstance(obj, (tf.Variable,)):
-        return [obj]
-    variables = getattr(obj, "variables", None)
-    if callable(variables):
-        variables = variables()
-    if variables is not None:
-        return list(variables)
-    return [v for v in tf.nest.flatten(getattr(obj, "__dict__", {})) if isinstance(v, tf.Variable)]
