@@ -88,3 +88,75 @@ def write_jpegs(folder: str, n: int = 32, size: int = 40) -> None:
         centre = tuple(int(c) for c in rng.randint(size // 3, 2 * size // 3, size=2))
         cv2.circle(image, centre, int(rng.randint(size // 6, size // 3)), (255, 255, 255), -1)
         cv2.imwrite(os.path.join(folder, f"{i}.jpg"), image)
+
+
+def write_ilsvrc12(root: str, classes: int = 4, train_per_class: int = 16, val: int = 8,
+                   size: tuple[int, int] = (48, 64)) -> str:
+    """ILSVRC12's layout, small: ``root/ilsvrc12/train/<synset>/<synset>_<i>.JPEG`` and
+    ``root/ilsvrc12/val/ILSVRC2012_val_<i>.JPEG`` (what ``--data`` names, returned), with caffe's meta files
+    in ``root/ilsvrc_metadata/`` (where ``ILSVRCMeta()`` reads them under ``$TENSORPACK_DATASET``):
+    ``synsets.txt`` and ``synset_words.txt`` (1000 classes), ``train.txt``, ``val.txt``, ``test.txt``
+    (``<file> <label>`` lines). The images (``size`` = height, width) of the first ``classes`` classes
+    are class ``k``'s colour pattern plus noise, in JPEG."""
+    import cv2
+    data = os.path.join(root, "ilsvrc12")
+    meta = os.path.join(root, "ilsvrc_metadata")
+    os.makedirs(meta, exist_ok=True)
+    synsets = [f"n{1440764 + i:08d}" for i in range(1000)]
+    with open(os.path.join(meta, "synsets.txt"), "w") as f:
+        f.write("".join(f"{s}\n" for s in synsets))
+    with open(os.path.join(meta, "synset_words.txt"), "w") as f:
+        f.write("".join(f"{s} class {i}\n" for i, s in enumerate(synsets)))
+    grid = np.random.RandomState(1234).uniform(0, 255, size=(classes, 4, 4, 3))
+    patterns = grid.repeat(size[0] // 4, axis=1).repeat(size[1] // 4, axis=2)
+    rng = np.random.RandomState(40)
+
+    def image(label: int) -> np.ndarray:
+        noisy = 0.6 * patterns[label] + rng.uniform(0, 0.4 * 255, size=(*size, 3))
+        return np.clip(noisy, 0, 255).astype(np.uint8)
+
+    train = []
+    for k in range(classes):
+        os.makedirs(os.path.join(data, "train", synsets[k]), exist_ok=True)
+        for i in range(train_per_class):
+            name = f"{synsets[k]}/{synsets[k]}_{i}.JPEG"
+            cv2.imwrite(os.path.join(data, "train", name), image(k))
+            train.append(f"{name} {k}\n")
+    os.makedirs(os.path.join(data, "val"), exist_ok=True)
+    os.makedirs(os.path.join(data, "test"), exist_ok=True)
+    val_lines, test = [], []
+    for i in range(val):
+        name = f"ILSVRC2012_val_{i + 1:08d}.JPEG"
+        cv2.imwrite(os.path.join(data, "val", name), image(i % classes))
+        val_lines.append(f"{name} {i % classes}\n")
+        name = f"ILSVRC2012_test_{i + 1:08d}.JPEG"
+        cv2.imwrite(os.path.join(data, "test", name), image(i % classes))
+        test.append(f"{name} 0\n")
+    for name, lines in (("train.txt", train), ("val.txt", val_lines), ("test.txt", test)):
+        with open(os.path.join(meta, name), "w") as f:
+            f.write("".join(lines))
+    with open(os.path.join(meta, "imagenet_mean.binaryproto"), "wb") as f:
+        f.write(blob_proto(per_pixel_mean()))
+    return data
+
+
+def per_pixel_mean() -> np.ndarray:
+    """A (3, 256, 256) float32 mean image, caffe's layout (channels first, BGR): caffe's channel means
+    plus a ramp along the rows, so that a reader that mixes up the axes is caught."""
+    ramp = np.linspace(-8, 8, 256, dtype=np.float32)[None, :, None]
+    return (np.array([104.0, 117.0, 123.0], np.float32)[:, None, None] + ramp).repeat(256, axis=2)
+
+
+def blob_proto(array: np.ndarray) -> bytes:
+    """``array`` (C, H, W) as caffe's serialized ``BlobProto``: ``num`` 1, ``channels``, ``height``,
+    ``width`` (fields 1-4, varints), then ``data`` (field 5, packed little-endian floats)."""
+    def varint(v: int) -> bytes:
+        out = bytearray()
+        while True:
+            out.append((v & 0x7F) | (0x80 if v > 0x7F else 0))
+            v >>= 7
+            if not v:
+                return bytes(out)
+    head = b"".join(varint(field << 3) + varint(v) for field, v in zip((1, 2, 3, 4), (1, *array.shape)))
+    data = array.astype("<f4").tobytes()
+    return head + varint(5 << 3 | 2) + varint(len(data)) + data

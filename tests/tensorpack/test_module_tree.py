@@ -214,7 +214,7 @@ def test_top_level_star_import_brings_tensorpacks_names_and_module_names():
     ("trainstack.tensorpack.tfutils.sesscreate", "NewSessionCreator", "RuntimeConfig"),
     ("trainstack.tensorpack.tfutils", "get_default_sess_config", "RuntimeConfig"),
     ("trainstack.tensorpack", "get_default_sess_config", "RuntimeConfig"),
-    ("trainstack.tensorpack.predict", "FeedfreePredictor", "InferenceRunner"),
+    ("trainstack.tensorpack.predict.multigpu", "DataParallelOfflinePredictor", "get_predictors"),
     ("trainstack.tensorpack.callbacks.hooks", "CallbackToHook", "SessionRunHooks"),
 ])
 def test_a_replaced_name_imports_and_its_call_names_what_to_use(module, name, words):
@@ -225,12 +225,12 @@ def test_a_replaced_name_imports_and_its_call_names_what_to_use(module, name, wo
     assert getattr(importlib.import_module(module), name) is namespace[name]
 
 
-def test_the_names_left_to_contrib_keras_are_import_errors_naming_what_to_use():
-    with pytest.raises(ImportError, match="KerasModel.*not provided yet") as info:
-        exec("from trainstack.tensorpack.contrib.keras import KerasModel", {})
-    assert isinstance(info.value, _replaced.NotProvidedError)
-    with pytest.raises(ImportError, match="not provided yet"):
-        importlib.import_module("trainstack.tensorpack.contrib.keras").setup_keras_trainer
+def test_contrib_keras_has_tensorpacks_names_from_the_tf1_room():
+    namespace: dict = {}
+    exec("from trainstack.tensorpack.contrib.keras import *", namespace)
+    tf1 = importlib.import_module("trainstack.tensorpack.tf1")
+    for name in ("KerasModel", "setup_keras_trainer", "KerasPhaseCallback"):
+        assert namespace[name] is getattr(tf1, name)
 
 
 def test_a_name_tensorpacks_module_never_had_is_an_attribute_error():

@@ -1,7 +1,8 @@
 """tensorpack's GAN trainer (examples/GAN/GAN.py), single-tower and multi-GPU, written as
 tensorpack writes it, checked against the same updates written by hand (issue 23, point 10).
 
-The trainer is tensorpack 0.11's ``GANTrainer(input, model, num_gpu)``, only the imports changed:
+The trainer is tensorpack 0.11's ``GANTrainer(input, model, num_gpu)``, the verbatim GAN.py ported
+(tf1_gan_cases.py; its towers read the QueueInput without GAN.py's ``StagingInput``, see there):
 with one tower it builds the graph under ``TowerContext('')`` and minimizes the model's losses;
 with several it builds the towers with ``DataParallelBuilder.call_for_each_tower``, averages their
 costs with ``tf.add_n(...) * (1.0 / num_gpu)`` and minimizes those. Both minimize g, then d under

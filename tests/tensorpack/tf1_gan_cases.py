@@ -1,4 +1,5 @@
-"""tensorpack's GAN trainer and a small GAN, as a ported tensorpack script writes them, and the
+"""tensorpack's GAN trainer (``GANModelDesc`` and ``GANTrainer`` of the verbatim
+``tests/tensorpack/examples/GAN/GAN.py``, ported by the port command) with a small GAN, and the
 same training written by hand with ``tf.GradientTape`` (test_tf1_gan_multitower.py).
 
 A plain module (not a test file): the multi-device case runs in multigpu_cases.py's worker,
@@ -7,6 +8,7 @@ which imports it by name. Each case takes the device names first when run there.
 from __future__ import annotations
 
 import functools
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -22,43 +24,46 @@ def _tf():
     return tf
 
 
-# -- the model: tensorpack's GANModelDesc, ported --------------------------------------------------
+# -- the model and the trainer: tensorpack's examples/GAN/GAN.py, ported --------------------------------
+GAN_PY = Path(__file__).parent / "examples" / "GAN" / "GAN.py"
+
+
+@functools.cache
+def ported_gan() -> dict:
+    """The namespace of tensorpack's ``examples/GAN/GAN.py`` (verbatim, tensorpack 1547a54), ported by
+    the port command (its import lines only) and run as a module: ``GANModelDesc``, ``GANTrainer``,
+    ``SeparateGANTrainer``, ..."""
+    from trainstack.tensorpack.port import port_source
+
+    source, _ = port_source(GAN_PY.read_text(), str(GAN_PY))
+    namespace = {"__name__": "ported_GAN", "__file__": str(GAN_PY)}
+    exec(compile(source, str(GAN_PY), "exec"), namespace)  # noqa: S102 - the example as its user runs it
+    return namespace
+
+
+def _device_choice(devices: Any) -> Any:
+    """What GAN.py's ``LeastLoadedDeviceSetter('/gpu:k', raw_devices)`` stands for on the test
+    machine: tower k's device, ``devices[k]``, or (None) the data-parallel trainers' placement,
+    ``/device:GPU:k``, else ``/device:CPU:k``. tensorpack's device function placed TF1 variables;
+    in TensorFlow 2 the first tower creates them, so the tower's device is what it chose."""
+    tf = _tf()
+
+    def choose(worker_device: str, ps_devices: Any) -> str:
+        k = int(worker_device.rsplit(":", 1)[1])
+        if devices is not None:
+            return devices[k]
+        return f"/device:{'GPU' if tf.config.get_visible_devices('GPU') else 'CPU'}:{k}"
+
+    return choose
+
+
 def _classes():
     import keras
     import tensorflow as tf
 
-    from trainstack.callbacks import add_moving_summary
-    from trainstack.tensorpack.tf1 import (
-        DataParallelBuilder,
-        ModelDescBase,
-        TowerContext,
-        TowerFunc,
-        TowerTrainer,
-    )
+    gan = ported_gan()
 
-    class GANModelDesc(ModelDescBase):
-        def collect_variables(self):
-            self.g_vars = self.gen.trainable_variables
-            self.d_vars = self.discrim.trainable_variables
-
-        def build_losses(self, logits_real, logits_fake):
-            with tf.name_scope("GAN_loss"):
-                with tf.name_scope("discrim"):
-                    d_loss_pos = tf.reduce_mean(tf.nn.sigmoid_cross_entropy_with_logits(
-                        logits=logits_real, labels=tf.ones_like(logits_real)), name='loss_real')
-                    d_loss_neg = tf.reduce_mean(tf.nn.sigmoid_cross_entropy_with_logits(
-                        logits=logits_fake, labels=tf.zeros_like(logits_fake)), name='loss_fake')
-                    self.d_loss = tf.add(.5 * d_loss_pos, .5 * d_loss_neg, name='loss')
-                with tf.name_scope("gen"):
-                    self.g_loss = tf.reduce_mean(tf.nn.sigmoid_cross_entropy_with_logits(
-                        logits=logits_fake, labels=tf.ones_like(logits_fake)), name='loss')
-                add_moving_summary(self.g_loss, self.d_loss)
-
-        @functools.cache
-        def get_optimizer(self):
-            return self.optimizer()
-
-    class Model(GANModelDesc):
+    class Model(gan["GANModelDesc"]):
         def __init__(self):
             init = keras.initializers.GlorotUniform(seed=SEED)
             self.gen = keras.Sequential([keras.layers.Dense(6, activation="tanh", kernel_initializer=init),
@@ -72,57 +77,23 @@ def _classes():
         def build_graph(self, real, z):
             fake = tf.identity(self.gen(z), name='gen')
             self.build_losses(self.discrim(real), self.discrim(fake))
-            self.collect_variables()
+            self.collect_variables()   # GAN.py's: the trainable variables under the scopes gen and discrim
 
         def optimizer(self):
             return keras.optimizers.Adam(1e-2, beta_1=0.5)
 
-    # tensorpack 0.11's GANTrainer (examples/GAN/GAN.py), only the imports changed (and
-    # ``devices`` passed through, for the test machine; tensorpack used LeastLoadedDeviceSetter)
-    class GANTrainer(TowerTrainer):
-        def __init__(self, input, model, num_gpu=1, devices=None):
-            super().__init__()
-            cbs = input.setup(model.get_input_signature())
-            self.register_callback(cbs)
-            if num_gpu <= 1:
-                self._build_gan_trainer(input, model)
-            else:
-                self._build_multigpu_gan_trainer(input, model, num_gpu, devices)
+    def GANTrainer(input, model, num_gpu=1, devices=None):  # noqa: N802 - the class, with its devices
+        """GAN.py's ``GANTrainer(input, model, num_gpu)``, its towers on ``devices`` (see
+        :func:`_device_choice`)."""
+        gan["LeastLoadedDeviceSetter"] = _device_choice(devices)
+        # with several towers GAN.py stages its input, StagingInput(input); trainstack's StagingInput
+        # gives the trainer its wrapped source's callbacks, so trainer.input is the QueueInput and the
+        # recorded towers restart the QueueInput's count only: its second tower is refused ("set up
+        # for 1 tower(s)"). Until the inputs layer fixes that, these towers read the QueueInput itself
+        gan["StagingInput"] = (lambda source: source) if num_gpu > 1 else STAGING_INPUT
+        return gan["GANTrainer"](input, model, num_gpu)
 
-        def _build_gan_trainer(self, input, model):
-            self.tower_func = TowerFunc(model.build_graph, model.inputs())
-            with TowerContext('', is_training=True):
-                self.tower_func(*input.get_input_tensors())
-            opt = model.get_optimizer()
-            with tf.name_scope('optimize'):
-                g_min = opt.minimize(model.g_loss, var_list=model.g_vars, name='g_op')
-                with tf.control_dependencies([g_min]):
-                    d_min = opt.minimize(model.d_loss, var_list=model.d_vars, name='d_op')
-            self.train_op = d_min
-
-        def _build_multigpu_gan_trainer(self, input, model, num_gpu, devices):
-            assert num_gpu > 1
-
-            def get_cost(*inputs):
-                model.build_graph(*inputs)
-                return [model.d_loss, model.g_loss]
-
-            self.tower_func = TowerFunc(get_cost, model.get_input_signature())
-            cost_list = DataParallelBuilder.call_for_each_tower(
-                list(range(num_gpu)),
-                lambda: self.tower_func(*input.get_input_tensors()),
-                devices)
-            with tf.name_scope('optimize'):
-                d_loss = tf.add_n([x[0] for x in cost_list]) * (1.0 / num_gpu)
-                g_loss = tf.add_n([x[1] for x in cost_list]) * (1.0 / num_gpu)
-                opt = model.get_optimizer()
-                g_min = opt.minimize(g_loss, var_list=model.g_vars,
-                                     colocate_gradients_with_ops=True, name='g_op')
-                with tf.control_dependencies([g_min]):
-                    d_min = opt.minimize(d_loss, var_list=model.d_vars,
-                                         colocate_gradients_with_ops=True, name='d_op')
-            self.train_op = d_min
-
+    STAGING_INPUT = gan["StagingInput"]
     return Model, GANTrainer
 
 
@@ -186,7 +157,11 @@ def compare_with_gradient_tape(worker_devices: list, num_gpu: int, steps: int, d
     from trainstack.tensorpack.input_source import QueueInput
 
     trainer = __getattr__("GANTrainer")(QueueInput(data), model, num_gpu=num_gpu, devices=devices)
-    start = [v.numpy().copy() for v in model.g_vars + model.d_vars]
+    # GAN.py's collect_variables selected, by scope, the tf.Variables behind each network's Keras weights
+    assert {id(v) for v in model.g_vars} == {id(v.value) for v in model.gen.trainable_variables}
+    assert {id(v) for v in model.d_vars} == {id(v.value) for v in model.discrim.trainable_variables}
+    own = model.gen.trainable_variables + model.discrim.trainable_variables
+    start = [v.numpy().copy() for v in own]
 
     reference = __getattr__("Model")()
     _losses(reference, *data.batches[0])  # creates its variables
@@ -196,7 +171,7 @@ def compare_with_gradient_tape(worker_devices: list, num_gpu: int, steps: int, d
 
     trainer.train_with_defaults(callbacks=[], monitors=[], steps_per_epoch=steps, max_epoch=1)
     _by_hand(reference, data.batches, num_gpu, steps)
-    trained = [v.numpy() for v in model.g_vars + model.d_vars]
+    trained = [v.numpy() for v in own]
     expected = [v.numpy() for v in reference_vars]
     step = trainer.train_op.step
     assert isinstance(step, TracedStep)

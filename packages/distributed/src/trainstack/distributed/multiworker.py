@@ -181,6 +181,10 @@ class DistributedTrainerReplicated(AgreedInterrupt, SingleCostTrainer):
                     return opt
         super().setup_graph(input_signature, input, get_cost_fn, get_opt_fn)
 
+    def _variables_in_step(self) -> bool:
+        """False: the strategy mirrors the variables on every worker, so they are made first, in a trace of their own."""
+        return False
+
     def _build_variables(self) -> None:
         with self.strategy.scope(), tf.variable_creator_scope(
                 create_variables_outside_function(type(self).__name__)):

@@ -8,6 +8,7 @@ from .callback import HOOKS, Callback
 from .checks import ArgumentError, check_bool, check_int, check_number, is_int
 from .group import Callbacks
 from .interrupt import TrainingInterrupted, second_signal_hint, stop_after_this_step
+from .lazy_exports import lazy_exports
 from .monitors import MonitorBase, Monitors
 from .run import FetchableStep, RunArgs, RunContext, RunValues, call_step
 from .state import TrainLoop
@@ -29,4 +30,6 @@ __all__ = [
     "ArgumentError", "check_bool", "check_int", "check_number", "is_int",
     # tensorpack.utils.argtools
     "memoized", "memoized_method",
+    # what each layer's __init__ serves its names with
+    "lazy_exports",
 ]

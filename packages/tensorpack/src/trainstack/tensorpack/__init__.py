@@ -44,7 +44,7 @@ _STAR = [
     "DistributedTrainerParameterServer", "DistributedTrainerReplicated", "HorovodTrainer", "FeedInput",
     "FeedfreeInput", "QueueInput", "BatchQueueInput", "DummyConstantInput", "TensorInput", "TFDatasetInput",
     "StagingInput", "InputSource", "OnlinePredictor", "OfflinePredictor", "PredictConfig", "DatasetPredictorBase",
-    "SimpleDatasetPredictor", "tfv1", "StartProcOrThread", "TensorPrinter", "SendStat", "InjectShell", "SendMonitorData",
+    "SimpleDatasetPredictor", "FeedfreePredictor", "tfv1", "StartProcOrThread", "TensorPrinter", "SendStat", "InjectShell", "SendMonitorData",
     "callbacks", "compat", "dataflow", "graph_builder", "input_source", "models", "predict", "tfutils", "train", "utils",
     "change_env", "execute_only_once", "get_tqdm",
     "humanize_time_delta", "get_global_step_value", "collect_env_info",

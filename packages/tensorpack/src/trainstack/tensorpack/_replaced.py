@@ -47,8 +47,6 @@ REPLACED: dict[str, str] = {
         "whose process_scalar logs to your comet_ml.Experiment",
     "tensorpack.callbacks.prof.GPUMemoryTracker": "replaced by PeakMemoryTracker",
     "tensorpack.callbacks.prof.HostMemoryTracker": "replaced by PeakMemoryTracker",
-    "tensorpack.contrib.keras.KerasModel": NOT_YET,
-    "tensorpack.contrib.keras.setup_keras_trainer": NOT_YET,
     "tensorpack.dataflow.dataset.caltech101.Caltech101Silhouettes":
         "not provided: read them with a DataFlow of your own",
     "tensorpack.dataflow.dataset.ilsvrc.TinyImageNet": "not provided: read them with a DataFlow of your own",
@@ -87,8 +85,6 @@ REPLACED: dict[str, str] = {
         "not provided: batch the requests and call an OfflinePredictor",
     "tensorpack.predict.dataset.MultiProcessDatasetPredictor":
         "not provided: a TF2 process per predictor gains nothing over batching; use SimpleDatasetPredictor with BatchData",
-    "tensorpack.predict.feedfree.FeedfreePredictor":
-        "not provided: use InferenceRunner with a feedfree input, or a predictor on batches",
     "tensorpack.predict.multigpu.DataParallelOfflinePredictor":
         "replaced by trainer.get_predictors(...) (one per device) and DataParallelInferenceRunner",
     "tensorpack.predict.multigpu.MultiTowerOfflinePredictor":
@@ -125,10 +121,7 @@ REPLACED: dict[str, str] = {
 }
 
 #: the entries of :data:`REPLACED` whose import raises (the others import as stand-ins)
-IMPORT_ERRORS: frozenset[str] = frozenset({
-    "tensorpack.contrib.keras.KerasModel",
-    "tensorpack.contrib.keras.setup_keras_trainer",
-})
+IMPORT_ERRORS: frozenset[str] = frozenset()
 
 #: the modules each tensorpack package star-imports (its __init__'s rule)
 EXPOSES: dict[str, tuple[str, ...]] = {

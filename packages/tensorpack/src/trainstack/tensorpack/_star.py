@@ -151,7 +151,14 @@ from .models import (
     layer_register,
     regularize_cost,
 )
-from .predict import DatasetPredictorBase, OfflinePredictor, OnlinePredictor, PredictConfig, SimpleDatasetPredictor
+from .predict import (
+    DatasetPredictorBase,
+    FeedfreePredictor,
+    OfflinePredictor,
+    OnlinePredictor,
+    PredictConfig,
+    SimpleDatasetPredictor,
+)
 from .tfutils import (
     ChainInit,
     DictRestore,

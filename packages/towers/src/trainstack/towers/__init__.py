@@ -4,88 +4,93 @@ A tower function builds one replicate of the model; trainers call it under a
 TowerContext (training towers ``tower0..``, inference towers for predictors),
 trace one step function from it, and keep the graph frozen afterwards.
 """
+from typing import TYPE_CHECKING
+
 # isort: off
 from trainstack.callbacks import tf_startup as _tf_startup  # noqa: F401 - first: TensorFlow without its start-up lines
 # isort: on
-# Each subpackage imports only those listed before it (.importlinter checks it).
-# -- towers, ModelDesc, gradient processors, the traced step (H3)
-# -- predictors, inference, SavedModel export (H5); data-parallel inference (issue 6)
-from .predict import (
-                    BinaryClassificationStats,
-                    ClassificationError,
-                    DataParallelInferenceRunner,
-                    DatasetPredictorBase,
-                    Inferencer,
-                    InferenceRunner,
-                    ModelExporter,
-                    OfflinePredictor,
-                    OnlinePredictor,
-                    PredictConfig,
-                    ScalarStats,
-                    SimpleDatasetPredictor,
-                    export_saved_model,
-)
-from .predict.samples_grid import GeneratorSamplesGrid  # a generator's samples in TensorBoard (issue 26)
+from trainstack.loop.lazy_exports import lazy_exports
 
-# -- TrainConfig, launch_train_with_config (H6)
-from .run import AutoResumeTrainConfig, LoopStateInit, TrainConfig, apply_default_prefetch, launch_train_with_config
+if TYPE_CHECKING:  # the public names; each is imported on its first use (see lazy_exports)
+    # Each subpackage imports only those listed before it (.importlinter checks it).
+    # -- towers, ModelDesc, gradient processors, the traced step (H3)
+    # -- predictors, inference, SavedModel export (H5); data-parallel inference (issue 6)
+    from .predict import (
+                        BinaryClassificationStats,
+                        ClassificationError,
+                        DataParallelInferenceRunner,
+                        DatasetPredictorBase,
+                        Inferencer,
+                        InferenceRunner,
+                        ModelExporter,
+                        OfflinePredictor,
+                        OnlinePredictor,
+                        PredictConfig,
+                        ScalarStats,
+                        SimpleDatasetPredictor,
+                        export_saved_model,
+    )
+    from .predict.samples_grid import GeneratorSamplesGrid  # a generator's samples in TensorBoard (issue 26)
 
-# -- initializers (SessionInit), the runtime config (H4), devices (issue 6)
-from .session import (
-                    ChainInit,
-                    CheckpointInit,
-                    DictRestore,
-                    InitReport,
-                    JustCurrentSession,
-                    ResumeError,
-                    RuntimeConfig,
-                    SaverRestore,
-                    SaverRestoreRelaxed,
-                    SessionInit,
-                    SmartInit,
-                    get_model_loader,
-                    logical_cpu_devices,
-                    reject_session_args,
-                    resolve_devices,
-)
-from .tower import (
-                    FilterNoneGrad,
-                    GlobalNormClip,
-                    GradientProcessor,
-                    KerasModelDesc,
-                    MapGradient,
-                    ModelDesc,
-                    ModelDescBase,
-                    ProcessedOptimizer,
-                    RetraceError,
-                    ScaleGradient,
-                    SummaryGradient,
-                    TowerContext,
-                    TowerFunc,
-                    TowerHandle,
-                    TowerHandles,
-                    TracedStep,
-                    VariableReuseError,
-                    apply_grad_processors,
-                    check_eager_execution,
-                    get_current_tower_context,
-)
+    # -- TrainConfig, launch_train_with_config (H6)
+    from .run import AutoResumeTrainConfig, LoopStateInit, TrainConfig, apply_default_prefetch, launch_train_with_config
 
-# -- trainers (H3), data-parallel trainers (issue 6)
-from .trainers import (
-                    AsyncMultiGPUTrainer,
-                    LeastLoadedDeviceSetter,
-                    MultiGPUTrainerBase,
-                    NoOpTrainer,
-                    QueueInputTrainer,
-                    SimpleTrainer,
-                    SingleCostTrainer,
-                    StepOptions,
-                    SyncMultiGPUTrainer,
-                    SyncMultiGPUTrainerParameterServer,
-                    SyncMultiGPUTrainerReplicated,
-                    TowerTrainer,
-)
+    # -- initializers (SessionInit), the runtime config (H4), devices (issue 6)
+    from .session import (
+                        ChainInit,
+                        CheckpointInit,
+                        DictRestore,
+                        InitReport,
+                        JustCurrentSession,
+                        ResumeError,
+                        RuntimeConfig,
+                        SaverRestore,
+                        SaverRestoreRelaxed,
+                        SessionInit,
+                        SmartInit,
+                        get_model_loader,
+                        logical_cpu_devices,
+                        reject_session_args,
+                        resolve_devices,
+    )
+    from .tower import (
+                        FilterNoneGrad,
+                        GlobalNormClip,
+                        GradientProcessor,
+                        KerasModelDesc,
+                        MapGradient,
+                        ModelDesc,
+                        ModelDescBase,
+                        ProcessedOptimizer,
+                        RetraceError,
+                        ScaleGradient,
+                        SummaryGradient,
+                        TowerContext,
+                        TowerFunc,
+                        TowerHandle,
+                        TowerHandles,
+                        TracedStep,
+                        VariableReuseError,
+                        apply_grad_processors,
+                        check_eager_execution,
+                        get_current_tower_context,
+    )
+
+    # -- trainers (H3), data-parallel trainers (issue 6)
+    from .trainers import (
+                        AsyncMultiGPUTrainer,
+                        LeastLoadedDeviceSetter,
+                        MultiGPUTrainerBase,
+                        NoOpTrainer,
+                        QueueInputTrainer,
+                        SimpleTrainer,
+                        SingleCostTrainer,
+                        StepOptions,
+                        SyncMultiGPUTrainer,
+                        SyncMultiGPUTrainerParameterServer,
+                        SyncMultiGPUTrainerReplicated,
+                        TowerTrainer,
+    )
 
 __all__ = [
     # core (H3)
@@ -112,3 +117,5 @@ __all__ = [
     # porting tensorpack scripts (issue 13)
     "SimpleDatasetPredictor", "DatasetPredictorBase", "check_eager_execution",
 ]
+
+__getattr__, __dir__ = lazy_exports(__name__)

@@ -16,6 +16,7 @@ import numpy as np
 
 from ..base import RNGDataFlow
 from . import _optional
+from .blob_proto import blob_proto_data
 from .dataset_path import get_dataset_path
 from .downloads import RemoteFile, ensure_files, extract_tar
 
@@ -53,6 +54,21 @@ class ILSVRCMeta:
     def get_synset_1000(self) -> dict[int, str]:
         """``{class number: synset id}`` from ``synsets.txt``."""
         return dict(enumerate(self._lines("synsets.txt")))
+
+    def get_per_pixel_mean(self, size: tuple[int, int] | None = None) -> np.ndarray:
+        """caffe's per-pixel mean, ``imagenet_mean.binaryproto``: float32 ``(256, 256, 3)`` (BGR, in
+        [0, 255]), resized to ``size`` = (h, w) if given (OpenCV)."""
+        fname = os.path.join(self.dir, "imagenet_mean.binaryproto")
+        if not os.path.isfile(fname):
+            raise FileNotFoundError(f"ILSVRCMeta: {fname} not found (it is part of caffe_ilsvrc12.tar.gz)")
+        with open(fname, "rb") as f:
+            data = blob_proto_data(f.read())
+        if data.size != 3 * 256 * 256:
+            raise ValueError(f"ILSVRCMeta: {fname} holds {data.size} values, not a 3x256x256 mean")
+        arr = np.transpose(data.reshape((3, 256, 256)), [1, 2, 0])
+        if size is not None:
+            arr = _optional.cv2("ILSVRCMeta.get_per_pixel_mean").resize(arr, tuple(size)[::-1])
+        return arr
 
     def get_image_list(self, name: str, dir_structure: str = "original") -> list[tuple[str, int]]:
         """``[(image filename relative to <dir>/<name>, label)]`` from ``<name>.txt``.

@@ -1,8 +1,4 @@
 """tensorpack 0.11's ``tensorpack.contrib.keras``: its names from ``trainstack.tensorpack.tf1``."""
-from trainstack.tensorpack.tf1 import KerasPhaseCallback
+from trainstack.tensorpack.tf1 import KerasModel, KerasPhaseCallback, setup_keras_trainer
 
-from .._replaced import unprovided
-
-__all__ = ["KerasPhaseCallback"]
-
-__getattr__ = unprovided(__name__)
+__all__ = ["KerasPhaseCallback", "setup_keras_trainer", "KerasModel"]

@@ -1,4 +1,4 @@
-"""tensorpack 0.11's ``tensorpack.predict``: its names from ``trainstack.towers``."""
+"""tensorpack 0.11's ``tensorpack.predict``: its names from ``trainstack.towers``, and this layer's ``FeedfreePredictor``."""
 from trainstack.towers import (
     DatasetPredictorBase,
     OfflinePredictor,
@@ -8,8 +8,10 @@ from trainstack.towers import (
 )
 
 from .._replaced import stand_in_names, unprovided
+from .feedfree import FeedfreePredictor
 
-__all__ = ["OnlinePredictor", "OfflinePredictor", "PredictConfig", "DatasetPredictorBase", "SimpleDatasetPredictor"]
+__all__ = ["OnlinePredictor", "OfflinePredictor", "PredictConfig", "DatasetPredictorBase", "SimpleDatasetPredictor",
+           "FeedfreePredictor"]
 
 __all__ += stand_in_names(__name__)
 

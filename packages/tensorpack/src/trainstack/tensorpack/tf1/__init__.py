@@ -17,7 +17,10 @@ modules and the tests that prove them):
 - step_counter.py ``get_global_step_var``
 - regularize.py ``regularize_cost``, ``l2_regularizer``, ``l1_regularizer``
 - aliases.py    ``get_num_gpu``, ``KerasPhaseCallback``
-- compat_v1.py  ``tfv1``: ``tf.compat.v1`` with TF1's ``tf.layers`` (``layers/tf_layers.py``)
+- keras_phase.py Keras's learning phase in a tower (``training=`` from the tower), ``layer.updates``
+- keras_trainer.py ``KerasModel``, ``setup_keras_trainer`` (tensorpack's ``contrib.keras``)
+- compat_v1.py  ``tfv1``: ``tf.compat.v1`` with TF1's ``tf.layers`` (``layers/tf_layers.py``) and ``contrib.rnn``
+- rnn_cells.py  ``tfv1.contrib.rnn``: TF1's LSTM cells and ``static_rnn``
 - data_parallel.py ``DataParallelBuilder.call_for_each_tower`` (towers under this layer's TowerContext)
 - variable_scopes.py ``auto_reuse_variable_scope``, ``under_variable_scope``
 - legacy/       the older trainer API (tensorpack's 003 documents)
@@ -31,6 +34,7 @@ from .compat_v1 import tfv1
 from .data_parallel import DataParallelBuilder
 from .distributed_trainers import DistributedTrainerParameterServer, DistributedTrainerReplicated, HorovodTrainer
 from .feedfree import FeedfreeTrainerBase, SimpleFeedfreeTrainer, SingleCostFeedfreeTrainer
+from .keras_trainer import KerasModel, setup_keras_trainer
 from .layers import (
                      AvgPooling,
                      BatchNorm,
@@ -94,7 +98,7 @@ __all__ = [
     "SyncMultiGPUTrainerParameterServer", "SyncMultiGPUTrainer", "AsyncMultiGPUTrainer", "apply_grad_processors",
     "HorovodTrainer", "DistributedTrainerReplicated", "DistributedTrainerParameterServer", "minimize", "GraphOp", "GraphBuildError",
     "add_param_summary", "regularize_cost", "l2_regularizer", "l1_regularizer", "get_global_step_var", "last_trainer",
-    "tfv1", "get_num_gpu", "KerasPhaseCallback", "DataParallelBuilder",
+    "tfv1", "get_num_gpu", "KerasPhaseCallback", "KerasModel", "setup_keras_trainer", "DataParallelBuilder",
     "auto_reuse_variable_scope", "under_variable_scope",
     "FeedfreeTrainerBase", "SingleCostFeedfreeTrainer", "SimpleFeedfreeTrainer", "legacy_get_predictor",
     # tensorpack.models' layer functions and tfutils' argscope / varreplace (layers/)

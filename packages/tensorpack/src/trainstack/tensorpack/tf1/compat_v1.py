@@ -3,7 +3,9 @@
 Every attribute is ``tf.compat.v1``'s, read at each access (so the room's replacements of
 ``tf.compat.v1.get_variable`` & co. while a tower is traced are what a script's ``tf.get_variable``
 calls), except ``layers``: TensorFlow 2.21's ``tf.compat.v1.layers`` is Keras 3's, which has none of
-TF1's layer functions, so ``tfv1.layers`` is the room's (``layers/tf_layers.py``).
+TF1's layer functions, so ``tfv1.layers`` is the room's (``layers/tf_layers.py``); and ``contrib``,
+which TensorFlow 2 does not have: ``tfv1.contrib.rnn`` is TF1's LSTM cells and ``static_rnn``
+(``rnn_cells.py``).
 """
 from __future__ import annotations
 
@@ -12,6 +14,7 @@ from typing import Any
 
 import tensorflow as tf
 
+from . import rnn_cells
 from .layers import tf_layers
 
 __all__ = ["tfv1"]
@@ -21,12 +24,13 @@ class TFv1(types.ModuleType):
     """``tf.compat.v1`` seen through one attribute of its own, ``layers``."""
 
     layers = tf_layers
+    contrib = rnn_cells.contrib
 
     def __getattr__(self, name: str) -> Any:
         return getattr(tf.compat.v1, name)
 
     def __dir__(self) -> list[str]:
-        return sorted({*dir(tf.compat.v1), "layers"})
+        return sorted({*dir(tf.compat.v1), "layers", "contrib"})
 
     def __repr__(self) -> str:
         return "<module 'tfv1': tf.compat.v1 with TF1's tf.layers (trainstack.tensorpack)>"

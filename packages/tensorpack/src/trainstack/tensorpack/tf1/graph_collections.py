@@ -27,7 +27,9 @@ may be named otherwise by the graph it was created in). The variables listed are
 tf.Variables, as TF1's were (what ``var_list=`` takes). During the first build of a tower
 the answer holds the variables created so far, as TF1's collections did. Other
 keys, and every call outside the switch (another thread, a script's top level,
-a callback), are TensorFlow's own.
+a trainstack callback), are TensorFlow's own. In the graph a script's callback builds in
+``_setup_graph`` (:mod:`.callback_graphs`) they list the trainer's model's variables, each seen as
+TF1 code saw it (``v.op.name == 'discrim/conv0/W'``, a :class:`TF1VariableView`).
 """
 from __future__ import annotations
 
@@ -37,11 +39,16 @@ from typing import Any
 
 import tensorflow as tf
 
+from .layers.varreplace import TF1VariableView
 from .recording import built_tower_funcs
 from .switch import Frame, Patch
 from .trainable import keras_paths, trainable_of, variable_name, variables_of
 
-__all__ = ["PATCHES"]
+__all__ = ["PATCHES", "CALLBACK_GRAPH"]
+
+#: the key of a frame's ``scratch`` naming the tower functions whose model a script callback's
+#: ``_setup_graph`` sees (see :mod:`.callback_graphs`)
+CALLBACK_GRAPH = "callback graph"
 
 _KEYS = tf.compat.v1.GraphKeys
 #: the collections answered from the model: key -> the model's variables it holds
@@ -57,6 +64,8 @@ def _tower_funcs(frame: Frame) -> list[Any]:
     that built a tower so far; [] when there is none (TensorFlow's own answer then)."""
     if frame.tower is not None:
         return [frame.tower_func]
+    if CALLBACK_GRAPH in frame.scratch:
+        return list(frame.scratch[CALLBACK_GRAPH])
     return built_tower_funcs()
 
 
@@ -76,13 +85,16 @@ def _answer(frame: Frame, key: Any, scope: Any) -> list[Any] | None:
     for tower_func in funcs:
         for v in of(tower_func):
             found.setdefault(id(v), v)
-    if scope is None:
-        return list(found.values())
     paths: dict[int, str] = {}
     for tower_func in funcs:
         paths.update(keras_paths(tower_func))
-    pattern = re.compile(scope)
-    return [v for v in found.values() if pattern.match(paths.get(id(v)) or variable_name(v))]
+    named = [(v, paths.get(id(v)) or variable_name(v)) for v in found.values()]
+    if scope is not None:
+        pattern = re.compile(scope)
+        named = [(v, name) for v, name in named if pattern.match(name)]
+    if CALLBACK_GRAPH in frame.scratch:
+        return [TF1VariableView(v, name) for v, name in named]
+    return [v for v, _ in named]
 
 
 def _get_collection(original: Any, frame: Frame, key: Any, scope: Any = None) -> list[Any]:

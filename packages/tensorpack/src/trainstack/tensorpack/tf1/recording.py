@@ -540,7 +540,9 @@ def _add_n(original: Any, frame: Any, inputs: Any, name: str | None = None) -> A
 
 
 #: ``tf.add_n`` of the towers' tensors in a trainer's ``__init__`` (see :func:`_add_n`)
-PATCHES = [Patch(lambda: tf, "add_n", _add_n), Patch(lambda: tf.math, "add_n", _add_n)]
+#: ``tf.add_n`` as a script reaches it: TF2's, and TF1's (``tfv1.add_n``, a ported script's ``tf.add_n``)
+PATCHES = [Patch(lambda: tf, "add_n", _add_n), Patch(lambda: tf.math, "add_n", _add_n),
+           Patch(lambda: tf.compat.v1, "add_n", _add_n), Patch(lambda: tf.compat.v1.math, "add_n", _add_n)]
 
 
 def _tower_variables(recorder: GraphRecorder, k: int) -> list:

@@ -17,8 +17,12 @@ monitor and the console. While a tower is traced here:
 - ``tf.summary.*`` under a default writer the user set is TensorFlow's own.
 - ``tf.compat.v1.summary.merge/merge_all`` raise :class:`~.switch.TF1CallError`: the
   summaries are recorded as they are made, there is nothing to merge or run; so do
-  ``audio`` and ``tensor_summary`` (no monitor writes them) and ``collections=`` (TF1
-  graph collections).
+  ``audio`` and ``tensor_summary`` (no monitor writes them).
+- ``collections=`` keeps TF1's meaning: a summary is merged (written) only from the
+  ``summaries`` collection (``tf.compat.v1.GraphKeys.SUMMARIES``), so one given other
+  collections only (tensorpack's ``alexnet.py``: ``collections=['AAA']``) is not written, and
+  not computed; the first such call logs so. Nothing reads another collection here (TF1 merged
+  it with ``merge_all(key=...)`` and a session, both refused).
 
 Outside any tower, while a trainer is built (the ``optimizer()`` its ``setup_graph``
 calls, a tensorpack-style trainer's ``__init__``), ``tf.summary.scalar('learning_rate',
@@ -36,6 +40,7 @@ they are TensorFlow's own.
 """
 from __future__ import annotations
 
+import logging
 import re
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -59,8 +64,11 @@ NOT_WRITTEN = ("tf.{api}() was called in tower {tower!r}: no trainstack monitor 
                "tf.summary.scalar/image/histogram/text, or write it from a callback with "
                "self.trainer.monitors.put_event(summary)")
 
-COLLECTIONS = ("tf.{api}({name!r}, collections=...) named TF1 graph collections, which TensorFlow 2 does "
-               "not have. Drop collections=: the summary is recorded, and MergeAllSummaries writes it")
+NOT_IN_SUMMARIES = ("tf.%s(%r, collections=%r): not written, as in TF1, where only the %r collection was "
+                    "merged (MergeAllSummaries); add that collection to write it")
+
+logger = logging.getLogger("trainstack.tensorpack")
+_unwritten_logged: set[str] = set()
 
 OUTSIDE_TOWERS = ("tf.{api}({name!r}) was called outside any tower while {trainer} was built (its "
                   "optimizer() or __init__): only a scalar of a variable or a number (the learning "
@@ -132,8 +140,9 @@ def _recorded_call(kind: str, parse: Callable[..., tuple], tf1: bool) -> Callabl
         if not tf1 and _has_default_writer():  # the user's own writer
             return original(*args, **kwargs)
         name, data, options = parse(*args, **kwargs)
-        if options.pop("collections", None) is not None:
-            raise TF1CallError(COLLECTIONS.format(api=api, name=name))
+        collections = options.pop("collections", None)
+        if collections is not None and not _merged(api, name, collections):
+            return None
         family = options.pop("family", None)
         if frame.tower is None:
             recorded = _outside_towers(api, kind, name, data, family)
@@ -145,6 +154,19 @@ def _recorded_call(kind: str, parse: Callable[..., tuple], tf1: bool) -> Callabl
         return None if tf1 else tf.constant(recorded)
 
     return emulate
+
+
+def _merged(api: str, name: Any, collections: Any) -> bool:
+    """Whether TF1 merged a summary made with ``collections=`` into the summaries MergeAllSummaries
+    wrote: when the list holds ``GraphKeys.SUMMARIES``. Logged (once per name) when it does not."""
+    key = tf.compat.v1.GraphKeys.SUMMARIES
+    names = [collections] if isinstance(collections, str) else list(collections)
+    if key in names:
+        return True
+    if str(name) not in _unwritten_logged:
+        _unwritten_logged.add(str(name))
+        logger.info(NOT_IN_SUMMARIES, api, name, names, key)
+    return False
 
 
 def _outside_towers(api: str, kind: str, name: Any, data: Any, family: Any) -> bool | None:

@@ -70,6 +70,9 @@ class Patch:
     emulate: Callable[..., Any]
     #: for a method: patch only where the attribute is missing (Keras 3 optimizers' minimize)
     only_if_missing: bool = False
+    #: an attribute read, not a call: the dispatcher is installed as a property of the class
+    #: (Keras 3 layers' ``updates``), and ``emulate(original, frame, obj)`` gives its value
+    as_property: bool = False
 
 
 class _Installed:
@@ -86,7 +89,8 @@ class _Installed:
             if original is _MISSING and not patch.only_if_missing:
                 continue  # not in this TensorFlow version
             self.saved.append((owner, patch.name, original))
-            setattr(owner, patch.name, _dispatcher(patch, original))
+            dispatch = _dispatcher(patch, original)
+            setattr(owner, patch.name, property(dispatch) if patch.as_property else dispatch)
 
     def restore(self) -> None:
         for owner, name, original in reversed(self.saved):

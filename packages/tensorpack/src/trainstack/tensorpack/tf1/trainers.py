@@ -8,11 +8,14 @@
   (:mod:`.recording`), which traces the steps it built when ``__init__`` returns;
 - ``_outside_tower``: the optimizer function runs inside the room;
 - ``_adapt_optimizer``: a ``tf.compat.v1.train`` optimizer becomes its Keras stand-in;
+- ``optimizer``: a trainer that built its graph in ``__init__`` with one optimizer has it as its own;
 - ``tower_func_class``: a plain tower function is built in the room (:class:`~.tower.TowerFunc`);
 - ``implicit_callbacks``: the callback keeping ``get_global_step_var()`` equal to the loop's step
   (``tower_func``'s setter marks the trainer's tower function as one whose training towers may
   read it: in a tower a core trainer trains it is an error);
-- ``_in_graph_step_done``: that variable advances with each step of a multi-step call.
+- ``_in_graph_step_done``: that variable advances with each step of a multi-step call;
+- ``register_callback``/``train``: a script's callback builds its TF1 graph in ``_setup_graph`` and runs
+  it in its other hooks (:mod:`.callback_graphs`), while the trainer trains.
 
 And tensorpack 003's forms: ``SimpleTrainer(config).train()``,
 ``SyncMultiGPUTrainerReplicated(config, gpu_prefetch=True)``,
@@ -30,7 +33,7 @@ from trainstack.towers import TowerFunc as CoreTowerFunc
 from trainstack.towers import trainers as core
 from trainstack.towers.run.config import TrainConfig
 
-from . import recording, step_counter
+from . import callback_graphs, recording, step_counter
 from .legacy.compat import bind_legacy_config, train_legacy
 from .legacy.compat_multigpu import build_on_multi_tower, legacy_devices, legacy_options
 from .room import emulation
@@ -65,6 +68,18 @@ class TF1Trainer:
         core.TowerTrainer.tower_func.fset(self, func)  # type: ignore[attr-defined]
         step_counter.mirror_step_of(func)
 
+    @property
+    def optimizer(self) -> Any:
+        """The core's (the optimizer ``setup_graph`` made); for a trainer that built its graph in
+        ``__init__``, the optimizer its ``opt.minimize`` calls used when they used one (a GAN's
+        ``model.get_optimizer()``), so that ``ScheduledHyperParamSetter('learning_rate', ...)`` sets
+        the learning-rate variable its ``optimizer()`` made; None when they used several."""
+        own = core.TowerTrainer.optimizer.fget(self)  # type: ignore[attr-defined]
+        if own is not None or not self.records_graph_build:
+            return own
+        used = list(self.optimizers.values())  # type: ignore[attr-defined]
+        return used[0] if len(used) == 1 else None
+
     def _constructing(self) -> ContextManager[Any]:
         stack = contextlib.ExitStack()
         stack.enter_context(super()._constructing())  # type: ignore[misc]
@@ -89,6 +104,23 @@ class TF1Trainer:
     def _in_graph_step_done(self) -> None:
         super()._in_graph_step_done()  # type: ignore[misc]
         step_counter.advance_in_graph()
+
+    def register_callback(self, cb: Any) -> Any:
+        """The core's; a script's own callback builds its TF1 graph in ``_setup_graph``, to run in
+        its other hooks while the trainer trains (see :mod:`.callback_graphs`)."""
+        registered = super().register_callback(cb)  # type: ignore[misc]
+        if isinstance(cb, Callback) and registered is True:
+            self.__dict__.setdefault("_tf1_callback_graphs", callback_graphs.CallbackGraphs(self)).add(cb)
+        return registered
+
+    def train(self, *args: Any, **kwargs: Any) -> Any:
+        """The loop's ``train``; the script callbacks' hooks are theirs again when it returns."""
+        try:
+            return super().train(*args, **kwargs)  # type: ignore[misc]
+        finally:
+            graphs = self.__dict__.pop("_tf1_callback_graphs", None)
+            if graphs is not None:
+                graphs.restore()
 
 
 class OlderForms:

@@ -105,6 +105,10 @@ class MultiGPUTrainerBase(SingleCostTrainer):
         """``get_opt_fn`` as setup_graph calls it (a strategy creates the optimizer in its scope)."""
         return get_opt_fn
 
+    def _variables_in_step(self) -> bool:
+        """False: the variables are placed (replicated on every device or on the parameter server), so they are made first, in a trace of their own."""
+        return False
+
     def _build_variables(self) -> None:
         # the input's own state (StagingInput's per-device buffers) is created on its first trace:
         # make it now, outside the scope that places the model's variables

@@ -4,9 +4,12 @@
                         model.build_graph, model.get_optimizer)
     trainer.train_with_defaults(callbacks=[ModelSaver()], max_epoch=10)
 
-``setup_graph`` sets up the InputSource, registers its callbacks, creates the model's variables
-(the first build of tower ``tower0``), builds the optimizer's slots, and traces the step: after
-it every variable exists and the graph is frozen (see :mod:`trainstack.towers.tower.step`). The
+``setup_graph`` sets up the InputSource, registers its callbacks and traces the step; the
+step's first trace creates the model's variables (eagerly, see ``variable_creation.py``) and the
+optimizer's slots, so the model is traced once. A trainer that places or mirrors its variables
+(several towers, a ``tf.distribute`` strategy, XLA) creates them in a trace of its own first
+(``_variables_in_step``, ``_build_variables``). After ``setup_graph`` every variable exists and
+the graph is frozen (see :mod:`trainstack.towers.tower.step`). The
 step is a :class:`~trainstack.towers.tower.step.TracedStep`: callbacks fetch tensors by their
 names inside the main training tower in the same call as the training step.
 
@@ -40,7 +43,7 @@ from ..tower.model_desc import tower_func_of
 from ..tower.owner import frozen_variable_ids
 from ..tower.step import TracedStep
 from ..tower.tower import TowerFunc
-from ..tower.variable_creation import trace_creating_variables
+from ..tower.variable_creation import create_variables_outside_function, trace_creating_variables
 from .loss_scaling import loss_scale_optimizer
 from .nonfinite import NonFiniteCheck, apply_if_finite
 from .prefetch import OverlappedSteps
@@ -100,6 +103,8 @@ class SingleCostTrainer(TowerTrainer):
         self.train_op: TracedStep | None = None
         self._grad_processors: list[GradientProcessor] = []
         self._trainable: list[tf.Variable] = []
+        #: while the step's first trace creates the model's variables (see _variables_in_step)
+        self._creating_variables = False
         self._filter_none = FilterNoneGrad()
         #: while the towers of a step of several towers are traced: what gathers their summaries
         self._towers_summaries: TowerSummaries | None = None
@@ -151,9 +156,11 @@ class SingleCostTrainer(TowerTrainer):
         elif self._trains:
             raise TypeError(f"{type(self).__name__}.setup_graph() needs get_opt_fn, a function "
                             "returning the optimizer")
-        self._build_variables()
-        if self._trains and not self._optimizer.built:
-            self._optimizer.build(self._trainable)
+        self._creating_variables = self._variables_in_step()
+        if not self._creating_variables:
+            self._build_variables()
+            if self._trains and not self._optimizer.built:
+                self._optimizer.build(self._trainable)
         if self._trains and (self.skip_nonfinite_steps or self.record_nonfinite):
             # with loss scaling, overflowing gradients are the LossScaleOptimizer's to handle
             gradients = self.skip_nonfinite_steps or self.record_nonfinite != "loss"
@@ -161,9 +168,13 @@ class SingleCostTrainer(TowerTrainer):
                                              check_gradients=gradients and not self.mixed_precision,
                                              skip=self.skip_nonfinite_steps)
             self.register_callback(self._nonfinite.callback())
-        self.train_op = TracedStep(self._step_body, self.input.feed_signature(), name="train_step",
-                                   multi_step=self.steps_per_run > 1)
-        self.train_op.trace(())
+        step = TracedStep(self._step_body, self.input.feed_signature(), name="train_step",
+                          multi_step=self.steps_per_run > 1)
+        try:
+            step.trace(())
+        finally:
+            self._creating_variables = False
+        self.train_op = step   # set up only once traced: a failed trace leaves the trainer as it was
         prefetch = self.input.prefetcher()
         if prefetch is not None:
             self.register_callback(OverlappedSteps(self.train_op, prefetch))
@@ -175,6 +186,13 @@ class SingleCostTrainer(TowerTrainer):
                             f"{input!r} ({type(input).__name__}); wrap a dataflow in FeedInput or "
                             "QueueInput, or use SimpleTrainer / QueueInputTrainer")
         return input
+
+    def _variables_in_step(self) -> bool:
+        """Hook: whether the step's first trace creates the model's variables, so that the model
+        is traced once. True for one tower without XLA (whose compiled function cannot create
+        them); a trainer that places or mirrors its variables returns False, and they are made
+        first by :meth:`_build_variables`, in a trace of their own."""
+        return self.num_towers == 1 and not self.xla_compile
 
     def _build_variables(self) -> None:
         """Trace the first training tower once, so that the model's variables exist, and find
@@ -191,8 +209,13 @@ class SingleCostTrainer(TowerTrainer):
             return check_cost(cost, self.tower_func)
 
         trace_creating_variables(build, [self.input.feed_signature()], type(self).__name__)
+        self._set_trainable(found)
+
+    def _set_trainable(self, watched: Sequence[tf.Variable]) -> None:
+        """The variables the step trains: those of ``watched`` (what the first tower's cost
+        read) that are trainable and not frozen."""
         frozen = frozen_variable_ids(self.tower_func.model_owner)
-        self._trainable = [v for v in found if v.trainable and id(v) not in frozen]
+        self._trainable = [v for v in watched if v.trainable and id(v) not in frozen]
         if self._trains and not self._trainable:
             raise ValueError(f"the cost of tower function {self.tower_func!r} depends on no trainable "
                              "variable: there is nothing to train")
@@ -212,6 +235,13 @@ class SingleCostTrainer(TowerTrainer):
         In the loop each step reads the next step's batch while it computes (as Keras'
         ``steps_per_execution`` loop does): the read and the step touch different resources,
         so the graph runs them side by side. A call still reads exactly ``steps`` batches."""
+        if self._creating_variables:
+            with tf.variable_creator_scope(create_variables_outside_function(type(self).__name__, strict=False)):
+                return self._step_body_in_scope(feeds, fetch_names, steps)
+        return self._step_body_in_scope(feeds, fetch_names, steps)
+
+    def _step_body_in_scope(self, feeds: Any, fetch_names: tuple[str, ...],
+                            steps: tf.Tensor | None) -> tuple[Any, dict[str, Any]]:
         inputs = self._get_tower_inputs(feeds)
         if steps is not None:
             def body(i: tf.Tensor, inputs: list[list[tf.Tensor]]) -> tuple[tf.Tensor, list[list[tf.Tensor]]]:
@@ -309,6 +339,11 @@ class SingleCostTrainer(TowerTrainer):
         return None
 
     def _compute_gradients(self, tape: tf.GradientTape, cost: tf.Tensor) -> list:
+        if self._creating_variables and not self._trainable:  # the first tower of the first trace
+            self._set_trainable(tape.watched_variables())
+            if self._trains and not self._optimizer.built:
+                with tf.init_scope():
+                    self._optimizer.build(self._trainable)
         if not self._trains:
             return []
         grads = tape.gradient(cost, self._trainable)

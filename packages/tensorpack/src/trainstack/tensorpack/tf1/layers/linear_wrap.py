@@ -2,7 +2,8 @@
 
 ``LinearWrap(image).Conv2D('conv0', 32).MaxPooling('pool0', 2).FullyConnected('fc', 10)()``
 calls each registered layer on the previous output (the name first when the layer takes one);
-``.tf.nn.relu()`` calls TensorFlow's function, ``.apply(f, ...)`` calls ``f(x, ...)`` and
+``.tf.nn.relu()`` calls TensorFlow 1's function (``tf.compat.v1``, what ``tf`` was to tensorpack:
+``.tf.image.resize_nearest_neighbor([16, 16])``), ``.apply(f, ...)`` calls ``f(x, ...)`` and
 ``.apply2(f, name, ...)`` calls ``f(name, x, ...)``; calling the wrap returns the tensor.
 """
 from __future__ import annotations
@@ -49,7 +50,7 @@ class LinearWrap:
 
             return call
         if layer_name == "tf":
-            return LinearWrap._TFModuleFunc(tf, self._t)
+            return LinearWrap._TFModuleFunc(tf.compat.v1, self._t)
         raise AttributeError(f"LinearWrap.{layer_name}: neither a registered layer nor 'tf'. Did you forget to "
                              "take the tensor out of the LinearWrap (call it: wrap())?")
 
