@@ -186,7 +186,7 @@ class GANTrainer(TowerTrainer):
     def _build_variables(self) -> None:
         def build(feeds: Mapping[str, tf.Tensor]) -> Any:
             with self.input.tracing(feeds):
-                inputs = self.input.get_input_tensors()
+                inputs = self.input.get_input_tensors(0)
             with summary_collection_scope(None), TowerContext("tower0", is_training=True):
                 return self.tower_func(*inputs)
 
@@ -196,7 +196,7 @@ class GANTrainer(TowerTrainer):
                    fetch_names: tuple[str, ...]) -> tuple[tf.Tensor, dict[str, tf.Tensor]]:
         """One step of ``network``: returns its loss, and the tensors callbacks asked for."""
         with self.input.tracing(feeds):
-            inputs = self.input.get_input_tensors()
+            inputs = self.input.get_input_tensors(0)
         # the moving averages of the losses are updated by the hooked (discriminator) step only
         collection = self.summary_collection if network == "discriminator" else None
         with summary_collection_scope(collection), TowerContext("tower0", is_training=True) as ctx:

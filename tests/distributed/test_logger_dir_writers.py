@@ -32,3 +32,20 @@ def test_one_rule_keeps_every_writer_on_the_chief_and_on_a_process_with_a_direct
     assert monitors_of_process(writers, is_chief=False, process="rank 1", own_logger_dir=True) == writers
     kept = monitors_of_process(writers, is_chief=False, process="rank 1")
     assert [type(m).__name__ for m in kept] == ["ScalarPrinter"]
+
+
+def test_with_a_gate_every_process_keeps_the_writers_behind_it():
+    """The elastic trainer's form of the same rule (its chief may change): the writers stay on every
+    process, each wrapped by the gate; the others as they are."""
+    json_writer, events, printer, own = JSONWriter(), TFEventWriter(), ScalarPrinter(), JSONWriter(logdir="elsewhere")
+    gated = []
+
+    def gate(monitor):
+        gated.append(monitor)
+        return ("gated", monitor)
+
+    for is_chief in (True, False):
+        gated.clear()
+        kept = monitors_of_process([json_writer, events, printer, own], is_chief=is_chief, process="rank 1", gate=gate)
+        assert kept == [("gated", json_writer), ("gated", events), printer, own]
+        assert gated == [json_writer, events]

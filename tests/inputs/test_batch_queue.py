@@ -53,7 +53,7 @@ def test_a_fixed_batch_dimension_must_equal_batch_size():
 
     def step():
         with source.tracing():
-            tensors = source.get_input_tensors()
+            tensors = source.get_input_tensors(0)
         shapes.extend(t.shape.as_list() for t in tensors)
         return tensors
 

@@ -99,10 +99,10 @@ def test_setup_and_tower_misuse_are_clear_errors():
     @tf.function
     def step():
         with source.tracing():
-            source.get_input_tensors()
-            return source.get_input_tensors()  # a second tower, but set up for one
+            source.get_input_tensors(0)
+            return source.get_input_tensors(1)  # a second tower, but set up for one
 
-    with pytest.raises(InputError, match="set up for 1 tower.*called 2 times"):
+    with pytest.raises(ValueError, match=r"tower_index=.*\[0, 0\], got 1.*set up for 1 tower"):
         step()
 
 

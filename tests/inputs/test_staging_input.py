@@ -74,7 +74,7 @@ def test_buffers_are_reused_by_a_later_trace_and_nothing_is_lost(read_input):
     @tf.function
     def another_step():
         with source.tracing():
-            return source.get_input_tensors()
+            return source.get_input_tensors(0)
 
     # another step function: the batch staged during the last step (2) comes first, none is skipped
     assert [int(another_step()[1][0]) for _ in range(3)] == [2, 3, 4]
@@ -96,7 +96,7 @@ def test_buffers_live_on_the_tower_device_or_the_given_one():
             with s.tracing():
                 for k in range(2):
                     with tf.device(f"/cpu:{k}"):
-                        outs.append(s.get_input_tensors())
+                        outs.append(s.get_input_tensors(k))
         return outs
 
     step.get_concrete_function()  # the buffers exist once the step is traced ...
@@ -130,7 +130,7 @@ def test_staged_batches_live_on_the_gpu():
     @tf.function
     def step():
         with source.tracing(), tf.device("/gpu:0"):
-            x, y = source.get_input_tensors()
+            x, y = source.get_input_tensors(0)
             return x * 2.0, y
 
     try:

@@ -222,7 +222,7 @@ def test_a_scheduled_setter_changes_the_rate_gan_pys_trainer_applies():
     import tensorflow as tf
 
     from trainstack.callbacks import ScheduledHyperParamSetter
-    from trainstack.inputs import QueueInput
+    from trainstack.tensorpack.input_source import QueueInput
     from trainstack.loop import Callback
     from trainstack.tensorpack import tfv1
 
@@ -296,7 +296,7 @@ def test_a_script_callbacks_tf1_graph_runs_on_the_models_variables_in_its_hooks(
     import tensorflow as tf
 
     from trainstack.callbacks import PeriodicTrigger
-    from trainstack.inputs import QueueInput
+    from trainstack.tensorpack.input_source import QueueInput
     from trainstack.loop import Callback
     from trainstack.tensorpack import tfv1
 

@@ -17,8 +17,9 @@ import pytest
 import tensorflow as tf
 
 from trainstack.callbacks import ModelSaver, add_moving_summary
-from trainstack.inputs import InputSignatureError, QueueInput
+from trainstack.inputs import InputSignatureError
 from trainstack.loop import Callback
+from trainstack.tensorpack.input_source import QueueInput
 from trainstack.tensorpack.tf1 import (
     GraphBuildError,
     ModelDescBase,
@@ -306,7 +307,7 @@ class TwoOptimizerGAN(TowerTrainer):
 
         def build(feeds):
             with self.input.tracing(feeds):
-                inputs = self.input.get_input_tensors()
+                inputs = self.input.get_input_tensors(0)
             with TowerContext("tower0", is_training=True):
                 return self.tower_func(*inputs)
 
@@ -322,7 +323,7 @@ class TwoOptimizerGAN(TowerTrainer):
 
     def _step(self, feeds, fetch_names):
         with self.input.tracing(feeds):
-            inputs = self.input.get_input_tensors()
+            inputs = self.input.get_input_tensors(0)
         with TowerContext("tower0", is_training=True), tf.GradientTape(persistent=True) as tape:
             d_loss, g_loss = self.tower_func(*inputs)
         for loss, opt, variables in ((d_loss, self.d_optimizer, self.model.d_vars),

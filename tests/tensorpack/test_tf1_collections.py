@@ -15,7 +15,7 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from trainstack.inputs import FeedInput
+from trainstack.tensorpack.input_source import FeedInput
 from trainstack.tensorpack.tf1 import TowerContext, TowerFunc, TowerTrainer
 
 GK = tf.compat.v1.GraphKeys

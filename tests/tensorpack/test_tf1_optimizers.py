@@ -20,8 +20,8 @@ import pytest
 import tensorflow as tf
 
 from trainstack.callbacks import ModelSaver, ScheduledHyperParamSetter, add_moving_summary
-from trainstack.inputs import FeedInput, QueueInput
 from trainstack.loop import Callback
+from trainstack.tensorpack.input_source import FeedInput, QueueInput
 from trainstack.tensorpack.tf1 import (
     ModelDesc,
     ModelDescBase,

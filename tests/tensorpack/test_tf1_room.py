@@ -21,8 +21,8 @@ import pytest
 import tensorflow as tf
 
 from trainstack.callbacks import ModelSaver, SummaryCollection, summary_collection_scope
-from trainstack.inputs import FeedInput
 from trainstack.tensorpack import tf1
+from trainstack.tensorpack.input_source import FeedInput
 from trainstack.tensorpack.tf1 import (
     ModelDesc,
     SimpleTrainer,

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from trainstack.inputs import FeedInput
+from trainstack.tensorpack.input_source import FeedInput
 from trainstack.tensorpack.tf1 import (
     ModelDesc,
     SimpleTrainer,

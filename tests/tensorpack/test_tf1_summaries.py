@@ -25,8 +25,8 @@ from trainstack.callbacks import (
     TFEventWriter,
     get_summary_collection,
 )
-from trainstack.inputs import QueueInput
 from trainstack.loop import Callback
+from trainstack.tensorpack.input_source import QueueInput
 from trainstack.tensorpack.tf1 import (
     ModelDesc,
     SimpleTrainer,

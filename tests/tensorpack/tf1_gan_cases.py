@@ -154,7 +154,7 @@ def compare_with_gradient_tape(worker_devices: list, num_gpu: int, steps: int, d
 
     data = GANData(steps * num_gpu)
     model = __getattr__("Model")()
-    from trainstack.inputs import QueueInput
+    from trainstack.tensorpack.input_source import QueueInput
 
     trainer = __getattr__("GANTrainer")(QueueInput(data), model, num_gpu=num_gpu, devices=devices)
     # GAN.py's collect_variables selected, by scope, the tf.Variables behind each network's Keras weights

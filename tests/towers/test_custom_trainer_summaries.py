@@ -71,7 +71,7 @@ class TwoOptimizerTrainer(TowerTrainer):
 
     def _body(self, network, feeds, fetch_names):
         with self.input.tracing(feeds):
-            inputs = self.input.get_input_tensors()
+            inputs = self.input.get_input_tensors(0)
         with TowerContext("tower0", is_training=True) as ctx, tf.GradientTape() as tape:
             d_loss, g_loss = self.tower_func(*inputs)
         loss, opt = (d_loss, self.d_opt) if network == "a" else (g_loss, self.g_opt)

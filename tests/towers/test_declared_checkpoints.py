@@ -158,7 +158,7 @@ class TwoOptimizerTrainer(TowerTrainer):
 
         def build(feeds):
             with self.input.tracing(feeds):
-                inputs = self.input.get_input_tensors()
+                inputs = self.input.get_input_tensors(0)
             with TowerContext("tower0", is_training=True):
                 return self.tower_func(*inputs)
 
@@ -179,7 +179,7 @@ class TwoOptimizerTrainer(TowerTrainer):
 
     def _step(self, feeds, fetch_names):
         with self.input.tracing(feeds):
-            inputs = self.input.get_input_tensors()
+            inputs = self.input.get_input_tensors(0)
         with TowerContext("tower0", is_training=True), tf.GradientTape(persistent=True) as tape:
             cost = self.tower_func(*inputs)
         for opt, layer in self.updates():
@@ -345,6 +345,50 @@ def test_reflection_fallback_logs_its_keys_once(logger_dir, caplog):
         script_v1(declare=True)
         train_custom(TwoOptimizerTrainer, declare=True)
     assert not [r for r in caplog.records if "declares no" in r.getMessage()]
+
+
+class Net:
+    """A tower function's owner that is neither a ModelDesc nor declares ``checkpoint_objects()``."""
+
+    def __init__(self):
+        self.body, self.head = keras.layers.Dense(4, activation="tanh"), keras.layers.Dense(1)
+
+    def cost(self, x, y):
+        return tf.reduce_mean(tf.square(self.head(self.body(x))[:, 0] - y), name="cost")
+
+
+class DeclaringNet(Net):
+    def checkpoint_objects(self):
+        return {"encoder": self.body, "decoder": self.head}
+
+
+def test_a_method_of_an_owner_declaring_nothing_warns_naming_the_attributes_found(logger_dir, caplog):
+    net = Net()
+    with caplog.at_level(logging.INFO, logger="trainstack.towers"):
+        train_plain(TowerFunc(net.cost, SIGNATURE), lambda: net.body.weights)
+    lines = [r.getMessage() for r in caplog.records if "declares no checkpoint_objects()" in r.getMessage()]
+    assert len(lines) == 1, lines
+    assert "is a method of Net" in lines[0] and "model/body" in lines[0] and "model/head" in lines[0]
+    assert "def checkpoint_objects(self): return {'body': self.body, 'head': self.head}" in lines[0]
+    assert model_keys(logger_dir) == ["body", "head"]
+
+
+def test_an_owner_declaring_its_objects_keys_them_so_and_warns_nothing(logger_dir, caplog):
+    net = DeclaringNet()
+    with caplog.at_level(logging.INFO, logger="trainstack.towers"):
+        train_plain(TowerFunc(net.cost, SIGNATURE), lambda: net.body.weights)
+    assert not [r for r in caplog.records if "declares no" in r.getMessage()]
+    assert model_keys(logger_dir) == ["decoder", "encoder"]
+
+
+def test_a_model_desc_is_keyed_by_its_attributes_without_a_warning(logger_dir, caplog):
+    """The default path (a ModelDesc whose Keras layers are attributes, built in build_graph): its
+    attributes are its declaration (TensorFlow's rule for objects), so nothing is logged as guessed."""
+    with caplog.at_level(logging.INFO, logger="trainstack.towers"):
+        launch(TrainConfig, Classifier(), max_epoch=1)
+    assert not [r for r in caplog.records if "declares no" in r.getMessage()
+                or "were taken from" in r.getMessage()]
+    assert model_keys(logger_dir) == ["fc"]
 
 
 def test_declarations_are_checked():

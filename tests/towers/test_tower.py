@@ -7,7 +7,8 @@ import pytest
 import tensorflow as tf
 
 from trainstack.inputs import InputSignatureError
-from trainstack.towers import TowerContext, TowerFunc, VariableReuseError, get_current_tower_context
+from trainstack.loop.checks import check_number
+from trainstack.towers import TowerContext, TowerFunc, TracedStep, VariableReuseError, get_current_tower_context
 
 SIG = [tf.TensorSpec([None, 3], tf.float32, "x")]
 
@@ -219,3 +220,16 @@ def test_checkpoint_module_keys_follow_attribute_names(tmp_path):
     assert len(module.variables) == 2 + 4 + 1 + 1
     assert all(isinstance(v, tf.Variable) for v in module.variables)
 
+
+def test_a_traced_steps_fetched_scalar_is_a_number_and_a_fetched_vector_an_array():
+    """TracedStep converts its fetches with the callbacks' to_numpy: a scalar is a NumPy scalar (a
+    number to check_number, as monitors need), a vector an array."""
+    v = tf.Variable([1.0, 2.0])
+
+    def body(feeds, fetches):
+        values = {"sum": tf.reduce_sum(v), "vector": v.read_value()}
+        return tf.constant(0.0), {name: values[name] for name in fetches}
+
+    _, values = TracedStep(body, {}).run_with_fetches((), ["sum", "vector"], {})
+    assert isinstance(values["sum"], np.float32) and check_number("put_scalar", "value", values["sum"]) == 3.0
+    assert isinstance(values["vector"], np.ndarray) and values["vector"].tolist() == [1.0, 2.0]

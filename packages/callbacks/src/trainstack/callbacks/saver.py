@@ -65,6 +65,7 @@ from .checkpoint_layout import BEST_STAT_KEY, LOOP_STATE_KEY, SAVER_KEYS, VALUE_
 from .logdir import get_logger_dir
 from .logdir_lock import WriterLock
 from .storage import STORAGE_ERRORS, StorageError
+from .variables import variables_of
 
 __all__ = ["ModelSaver", "MinSaver", "MaxSaver", "load_loop_state", "restore_loop_state",
            "LOOP_STATE_KEY", "MONITOR_STATE_KEY", "SAVER_KEYS"]
@@ -121,8 +122,7 @@ def _capture_loop_state(module: tf.Module, trainer: Trainer) -> None:
 def _non_finite(objects: Mapping[str, Any]) -> str | None:
     """The first variable of ``objects`` holding a NaN or an infinity (its path), or None."""
     for key, obj in objects.items():
-        variables = [obj] if isinstance(obj, tf.Variable) else getattr(obj, "variables", ())
-        for v in variables:
+        for v in variables_of(obj):
             if tf.as_dtype(v.dtype).is_floating and not np.isfinite(v.numpy()).all():
                 return f"{key}/{getattr(v, 'path', None) or v.name}"
     return None

@@ -3,8 +3,9 @@
 - :func:`is_variable`: a ``tf.Variable``, a Keras 3 variable, or what behaves as one;
 - :func:`variable_name`: a variable's name without ``:0`` (a Keras variable: its ``path``,
   ``dense/kernel``);
+- :func:`variables_of`: the variables an object of a trainer's ``checkpoint_objects`` holds;
 - :func:`to_numpy`: a fetched value (an eager tensor, a variable, NumPy or a Python value) as
-  NumPy, copied to the host.
+  NumPy, copied to the host; rank 0 as a NumPy scalar.
 """
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from typing import Any
 import numpy as np
 import tensorflow as tf
 
-__all__ = ["is_variable", "variable_name", "to_numpy"]
+__all__ = ["is_variable", "variable_name", "variables_of", "to_numpy"]
 
 
 def is_variable(x: Any) -> bool:
@@ -31,6 +32,33 @@ def variable_name(v: Any) -> str:
     return name[:-2] if name.endswith(":0") else name
 
 
-def to_numpy(value: Any) -> np.ndarray:
-    """A fetched value (eager tensor, variable, NumPy or Python value) as NumPy; copies to the host."""
-    return np.asarray(value.numpy() if hasattr(value, "numpy") else value)
+def variables_of(obj: Any) -> list[Any]:
+    """The variables ``obj`` (an object of a trainer's ``checkpoint_objects``) holds, each once:
+    itself when it is a variable (:func:`is_variable`); those of each item of a list, tuple or
+    dict (what an owner may declare); a Keras layer's, optimizer's or ``tf.Module``'s
+    ``variables``; else, for another trackable (a ``tf.random.Generator``), the variables among
+    its attributes."""
+    if is_variable(obj):
+        return [obj]
+    if isinstance(obj, (list, tuple, dict)):
+        found = [v for item in (obj.values() if isinstance(obj, dict) else obj) for v in variables_of(item)]
+    else:
+        variables = getattr(obj, "variables", None)
+        if callable(variables):
+            variables = variables()
+        found = (list(variables) if variables is not None
+                 else [v for v in tf.nest.flatten(getattr(obj, "__dict__", {})) if is_variable(v)])
+    return list({id(v): v for v in found}.values())
+
+
+def to_numpy(value: Any) -> Any:
+    """A fetched value (eager tensor, variable, NumPy or Python value) as NumPy, copied to the host:
+    an array, or a NumPy scalar for a value of rank 0 (what ``tf.Tensor.numpy()`` gives), so that a
+    fetched scalar is a number (``float(x)``, ``check_number``) and still has ``ndim``, ``shape``
+    and ``size``. NumPy values come back as they are; Python values as NumPy's (``None`` stays
+    ``None``). The one conversion of fetched values: TracedStep's fetches and the callbacks'."""
+    if hasattr(value, "numpy"):
+        return value.numpy()
+    if isinstance(value, (np.ndarray, np.generic)):
+        return value
+    return np.asarray(value)[()]

@@ -11,19 +11,34 @@ only the chief writes ``stats.jsonl`` and the event files there.
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 from trainstack.loop import MonitorBase
 
-__all__ = ["monitors_of_process", "without_logger_dir_writers"]
+__all__ = ["monitors_of_process", "without_logger_dir_writers", "writes_to_logger_dir"]
 
 logger = logging.getLogger("trainstack.distributed")
 
 
+def writes_to_logger_dir(monitor: Any) -> bool:
+    """Whether ``monitor`` writes into the logger directory: its public ``writes_to_logger_dir``
+    is True (a writer given a ``logdir`` of its own says False)."""
+    return getattr(monitor, "writes_to_logger_dir", False) is True
+
+
 def monitors_of_process(monitors: Sequence[MonitorBase], *, is_chief: bool, process: str,
-                        own_logger_dir: bool = False) -> Sequence[MonitorBase]:
+                        own_logger_dir: bool = False,
+                        gate: Callable[[MonitorBase], MonitorBase] | None = None) -> Sequence[MonitorBase]:
     """The monitors a process keeps: all on the chief, and on a process whose logger directory is
-    its own (``own_logger_dir``: not the chief's); elsewhere :func:`without_logger_dir_writers`."""
+    its own (``own_logger_dir``: not the chief's); elsewhere :func:`without_logger_dir_writers`.
+    With ``gate`` (a trainer whose chief may change, as an elastic run's), every process keeps the
+    logger-directory writers, each as ``gate(monitor)``, which writes only while its process is
+    the chief."""
+    if gate is not None:
+        if not isinstance(monitors, (list, tuple)):
+            return monitors  # the trainer's setup_callbacks says what is wrong
+        return [gate(m) if writes_to_logger_dir(m) else m for m in monitors]
     if is_chief or own_logger_dir:
         return monitors
     return without_logger_dir_writers(monitors, process)
@@ -36,7 +51,7 @@ def without_logger_dir_writers(monitors: Sequence[MonitorBase], process: str) ->
         return monitors  # type: ignore[return-value]  # the trainer's setup_callbacks says what is wrong
     kept = []
     for m in monitors:
-        if getattr(m, "writes_to_logger_dir", False) is True:
+        if writes_to_logger_dir(m):
             logger.info("%s skips %s: it would write into the logger directory, where only the chief "
                         "writes (give it a logdir= of its own to keep it on this process).", process, m.name)
         else:

@@ -49,6 +49,7 @@ from typing import Any
 import numpy as np
 import tensorflow as tf
 
+from trainstack.callbacks import variables_of
 from trainstack.callbacks.callback_state import stateful_callbacks
 from trainstack.inputs import InputSource
 from trainstack.loop import Callback, MonitorBase
@@ -56,6 +57,7 @@ from trainstack.loop.checks import check_int
 from trainstack.towers import StepOptions
 from trainstack.towers.tower.step import TracedStep
 
+from ._writers import monitors_of_process
 from .elastic_callbacks import ChiefGate, ChiefGatedMonitor, notify_world_size_change
 from .elastic_input import ElasticFeedInput
 from .horovod import HorovodShutdownError, HorovodTrainer, _as_tf_variable
@@ -170,10 +172,8 @@ class ElasticHorovodTrainer(HorovodTrainer):
     def _monitors_of_this_rank(self, monitors: Sequence[MonitorBase]) -> Sequence[MonitorBase]:
         """Monitors writing into the logger directory write on the current rank 0 only (no collective
         here: a worker that joins later must not run one outside the elastic run)."""
-        if not isinstance(monitors, (list, tuple)):
-            return monitors
-        return [ChiefGatedMonitor(m) if getattr(m, "writes_to_logger_dir", False) is True
-                and not isinstance(m, ChiefGate) else m for m in monitors]
+        return monitors_of_process(monitors, is_chief=self.is_chief, process="ElasticHorovodTrainer",
+                                   gate=lambda m: m if isinstance(m, ChiefGate) else ChiefGatedMonitor(m))
 
     def _sync_from_chief(self) -> None:
         """Nothing here: the elastic run's first synchronization broadcasts rank 0's state."""
@@ -185,7 +185,7 @@ class ElasticHorovodTrainer(HorovodTrainer):
         for v in self.broadcast_targets:
             found.setdefault(id(v), v)
         for obj in self.checkpoint_objects.values():
-            for v in map(_as_tf_variable, _variables_of(obj)):
+            for v in map(_as_tf_variable, variables_of(obj)):
                 found.setdefault(id(v), v)
         return list(found.values())
 
@@ -373,16 +373,3 @@ def _apply(trainer: ElasticHorovodTrainer, training: dict[str, Any]) -> None:
                 hub.put_scalar(name, value)
         finally:
             hub.monitors = writers
-
-
-def _variables_of(obj: Any) -> list[Any]:
-    """The variables an object of ``checkpoint_objects`` holds (a tf.Module, a Keras optimizer,
-    a random generator...)."""
-    if isinstance(obj, (tf.Variable,)):
-        return [obj]
-    variables = getattr(obj, "variables", None)
-    if callable(variables):
-        variables = variables()
-    if variables is not None:
-        return list(variables)
-    return [v for v in tf.nest.flatten(getattr(obj, "__dict__", {})) if isinstance(v, tf.Variable)]

@@ -36,7 +36,7 @@ from dataclasses import dataclass
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
-from trainstack.callbacks import ModelSaver
+from trainstack.callbacks import ModelSaver, variables_of
 from trainstack.loop import Callback
 from trainstack.loop.checks import check_bool, check_int
 from trainstack.towers import StepOptions
@@ -183,7 +183,7 @@ def _holds_non_finite(objects: Mapping[str, Any]) -> bool:
     import tensorflow as tf  # noqa: PLC0415
 
     for obj in objects.values():
-        for v in [obj] if isinstance(obj, tf.Variable) else getattr(obj, "variables", ()):
+        for v in variables_of(obj):
             if tf.as_dtype(v.dtype).is_floating and not bool(tf.reduce_all(tf.math.is_finite(v))):
                 return True
     return False

@@ -8,17 +8,21 @@ uses an InputSource in this order::
     feed_spec = source.feed_signature()               # {name: TensorSpec} the traced step takes
     @tf.function(input_signature=[feed_spec])
     def step(feeds):
-        with source.tracing(feeds):                   # binds the traced feed tensors, counts towers
+        with source.tracing(feeds):                   # binds the traced feed tensors
             for k in range(K):
-                inputs = source.get_input_tensors()   # tower k's own, fresh batch
+                inputs = source.get_input_tensors(k)  # tower k's own batch
                 ...
     # before training, a callback of the source's calls source.reset_state()
     # each hooked run: the source's callbacks give the feeds the step takes, and
     # source.prefetcher(), when not None, runs while the step computes
 
-Each call of :meth:`get_input_tensors` inside one trace is one tower and gets
-its own batch: K towers take K batches (total batch = batch x K) and no batch
-reaches two towers. Feedfree sources (queues, tf.data, tensors) produce their
+The caller names the tower: ``get_input_tensors(k)`` is tower ``k``'s batch,
+``0 <= k < num_towers``. K towers take K batches (total batch = batch x K) and
+no batch reaches two towers. Inside one :meth:`tracing`, a source reading one
+stream (a queue, an iterator) reads the batches in tower order whatever the
+order of the calls, so tower ``k`` of step ``s`` gets batch ``s*K + k``; asking
+for a tower again in the same trace gives the same tensors. Outside a
+:meth:`tracing`, each call reads afresh. Feedfree sources (queues, tf.data, tensors) produce their
 tensors inside the graph and take no feeds; :class:`FeedInput` passes NumPy
 batches in through the hooked run's feeds.
 
@@ -56,13 +60,21 @@ class InputSource:
     ``_skip(n)``: start the stream after its first ``n`` datapoints (to resume a
     run), or return False when the source cannot; ``_datapoints_per_step()``:
     datapoints of the stream one training step uses (one per tower).
+
+    ``reads_in_tower_order``: True (the default) when ``_get_input_tensors`` reads the next
+    element of one stream, so that the batch a tower gets depends on the order of the reads;
+    a source whose towers' batches are indexed by the tower (feeds, per-tower buffers or
+    constants) sets it False.
     """
+
+    reads_in_tower_order: bool = True
 
     def __init__(self) -> None:
         self._signature: tuple[tf.TensorSpec, ...] | None = None
         self.num_towers = 1
         self._feeds: Mapping[str, tf.Tensor] | None = None
-        self._tower_index = 0
+        #: tower index -> the batch read in the trace in progress (None outside :meth:`tracing`)
+        self._batches: dict[int, list[tf.Tensor]] | None = None
 
     # -- public API: bookkeeping, then the hook ---------------------------------
     def setup(self, input_signature: Sequence[tf.TensorSpec], *, num_towers: int = 1) -> list[Callback]:
@@ -99,22 +111,34 @@ class InputSource:
 
     @contextlib.contextmanager
     def tracing(self, feeds: Mapping[str, tf.Tensor] | None = None) -> Iterator[None]:
-        """Wrap one trace of the step: binds the traced ``feeds`` and restarts the tower count."""
-        self._feeds, self._tower_index = (feeds or {}), 0
+        """Wrap one trace of the step: binds the traced ``feeds``; the towers' batches read inside
+        are read once each, in tower order (see the module). Nests: the outer trace's state is
+        back on exit."""
+        outer = self._feeds, self._batches
+        self._feeds, self._batches = (feeds or {}), {}
         try:
             yield
         finally:
-            self._feeds, self._tower_index = None, 0
+            self._feeds, self._batches = outer
 
-    def get_input_tensors(self) -> list[tf.Tensor]:
-        """The next tower's input tensors, in signature order: a fresh batch on each call."""
+    def get_input_tensors(self, tower_index: int) -> list[tf.Tensor]:
+        """Tower ``tower_index``'s input tensors, in signature order (``0 <= tower_index <
+        num_towers``, the towers given to :meth:`setup`)."""
         signature = self.input_signature
-        index = self._tower_index
-        if index >= self.num_towers:
-            raise InputError(
-                f"{self.name} was set up for {self.num_towers} tower(s) but get_input_tensors() was "
-                f"called {index + 1} times in one trace; pass num_towers= to setup()")
-        self._tower_index = index + 1
+        index = check_int(
+            f"{self.name}.get_input_tensors", "tower_index", tower_index, minimum=0, maximum=self.num_towers - 1,
+            note=f"the tower whose batch to read; {self.name} was set up for {self.num_towers} tower(s): "
+                 "pass num_towers= to setup() for more")
+        batches = self._batches
+        if batches is None:  # outside a trace: read afresh
+            return self._read(index, signature)
+        # a stream's earlier towers read first, so that tower k gets the k-th batch of the step
+        for k in (range(index + 1) if self.reads_in_tower_order else (index,)):
+            if k not in batches:
+                batches[k] = self._read(k, signature)
+        return list(batches[index])
+
+    def _read(self, index: int, signature: tuple[tf.TensorSpec, ...]) -> list[tf.Tensor]:
         return check_tensors(self._get_input_tensors(index), signature, source=self.name)
 
     def get_callbacks(self) -> list[Callback]:
@@ -202,7 +226,7 @@ class InputSource:
         """The feed tensors of the trace in progress (see :meth:`tracing`)."""
         if self._feeds is None:
             raise InputError(
-                f"{self.name} takes its batches from the step's feeds: get_input_tensors() must be "
+                f"{self.name} takes its batches from the step's feeds: get_input_tensors(k) must be "
                 "called inside `with source.tracing(feeds):` while the trainer traces its step")
         return self._feeds
 

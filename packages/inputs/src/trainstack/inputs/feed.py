@@ -31,6 +31,8 @@ class FeedInput(InputSource):
     ``run_step`` does).
     """
 
+    reads_in_tower_order = False  # each tower has its own feeds
+
     def __init__(self, dataflow: Any, prefetch: bool = True) -> None:
         super().__init__()
         self.dataflow = dataflow

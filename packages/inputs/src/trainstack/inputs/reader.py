@@ -45,7 +45,7 @@ class InputReader(Trainer):
 
         def step(feeds):
             with source.tracing(feeds):
-                return [reduce(source.get_input_tensors()) for _ in range(num_towers)]
+                return [reduce(source.get_input_tensors(k)) for k in range(num_towers)]
 
         self._compiled = tf.function(step, input_signature=[source.feed_signature()])
         self._compiled.get_concrete_function()  # trace now: a source's state (staging buffers) exists before training

@@ -34,7 +34,6 @@ from trainstack.loop.checks import check_int
 
 from .base import FeedfreeInput
 from .errors import InputError
-from .signature import check_tensors
 
 __all__ = ["StagingInput"]
 
@@ -50,6 +49,9 @@ class StagingInput(FeedfreeInput):
     step function traced again reuses them. The callbacks are the wrapped
     source's; ``size()`` is its size.
     """
+
+    #: each tower reads its own buffers; the wrapped source orders its reads itself
+    reads_in_tower_order = False
 
     def __init__(self, input: FeedfreeInput, nr_stage: int = 1, device: str | None = None) -> None:
         super().__init__()
@@ -90,7 +92,7 @@ class StagingInput(FeedfreeInput):
     def _get_input_tensors(self, tower_index: int) -> list[tf.Tensor]:
         with _device(self.device):
             stages = self._buffers_of(tower_index)
-        new = self.input.get_input_tensors()  # the batch staged during this step
+        new = self.input.get_input_tensors(tower_index)  # the batch staged during this step
         with _device(self.device):
             # reads come before the assigns: automatic control dependencies keep program order
             # on each variable, and the model's compute waits for the reads only
@@ -114,7 +116,7 @@ class StagingInput(FeedfreeInput):
         if missing:
             raise InputError(
                 f"{self.name} has no buffers for tower(s) {missing} of {self.num_towers}: trace the step "
-                "(call get_input_tensors() for every tower inside the traced function) before "
+                "(call get_input_tensors(k) for every tower k inside the traced function) before "
                 "training starts, so that the buffers exist when they are filled")
         if self._prime is None:
             self._prime = tf.function(self._fill_stages, autograph=False)
@@ -126,9 +128,7 @@ class StagingInput(FeedfreeInput):
         for stage in range(self.nr_stage):
             for k in range(self.num_towers):
                 buffers = self.buffers[k][stage]
-                # the wrapped source's hook directly: its public method counts one call per tower
-                batch = check_tensors(self.input._get_input_tensors(k), self.input_signature,
-                                      source=self.input.name)
+                batch = self.input.get_input_tensors(k)  # outside a trace: each call reads afresh
                 with tf.device(buffers[0].device):
                     for v, t in zip(buffers, batch):
                         v.assign(t, read_value=False)

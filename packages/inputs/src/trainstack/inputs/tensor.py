@@ -57,6 +57,8 @@ class DummyConstantInput(TensorInput):
     device the tower runs on.
     """
 
+    reads_in_tower_order = False  # each tower has its own constants
+
     def __init__(self, shapes: Sequence[Sequence[int]], seed: int = 0) -> None:
         super().__init__(lambda: self._constants(0))
         if isinstance(shapes, (str, bytes)) or not isinstance(shapes, Sequence):

@@ -33,7 +33,7 @@ imports it.
 from __future__ import annotations
 
 import numbers
-from typing import Any, Literal, cast, overload
+from typing import TYPE_CHECKING, Any, Literal, cast, overload
 
 __all__ = ["ArgumentError", "check_bool", "check_int", "check_number", "check_pair", "is_int"]
 
@@ -41,6 +41,13 @@ __all__ = ["ArgumentError", "check_bool", "check_int", "check_number", "check_pa
 class ArgumentError(ValueError, TypeError):
     """An argument of the wrong type or out of range. Its message reads
     ``Owner(arg=...) must be <what was expected>, got <the value's repr>``."""
+
+    # raised while tf.function (AutoGraph) traces, an error keeps its type only when AutoGraph can
+    # rebuild it from its message, which it does when __init__ is Exception's
+    if TYPE_CHECKING:
+        def __init__(self, *args: object) -> None: ...
+    else:
+        __init__ = Exception.__init__
 
 
 def is_int(value: Any, minimum: int | None = None, maximum: int | None = None) -> bool:

@@ -21,6 +21,7 @@ from typing import Any
 
 from ._console import install_console_handler
 from .callback import Callback
+from .checks import check_bool
 from .group import Callbacks
 from .interrupt import TrainingInterrupted, exit_with_status_when_uncaught, interruptible, stop_after_this_step
 from .monitors import MonitorBase, Monitors
@@ -305,9 +306,7 @@ class Trainer:
         if on_nonfinite not in ON_NONFINITE:
             raise ValueError(f"{type(self).__name__}.main_loop(on_nonfinite=...) must be one of "
                              f"{list(ON_NONFINITE)}, got {on_nonfinite!r}")
-        if not isinstance(handle_signals, bool):
-            raise TypeError(f"{type(self).__name__}.main_loop(handle_signals=...) must be True or False, "
-                            f"got {handle_signals!r}")
+        handle_signals = check_bool(f"{type(self).__name__}.main_loop", "handle_signals", handle_signals)
         group = self.callbacks
         loop = self.loop
         loop.configure(steps_per_epoch, starting_epoch, max_epoch)

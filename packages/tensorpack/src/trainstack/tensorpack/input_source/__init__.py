@@ -1,17 +1,17 @@
-"""tensorpack 0.11's ``tensorpack.input_source``: its names from ``trainstack.inputs``."""
-from trainstack.inputs import (
+"""tensorpack 0.11's ``tensorpack.input_source``: the sources of ``trainstack.inputs`` with tensorpack's
+``get_input_tensors()`` (no index: the next tower's)."""
+from .._replaced import stand_in_names, unprovided
+from .input_source import (
     BatchQueueInput,
     DummyConstantInput,
     FeedfreeInput,
     FeedInput,
-    InputSource,
     QueueInput,
     StagingInput,
     TensorInput,
     TFDatasetInput,
 )
-
-from .._replaced import stand_in_names, unprovided
+from .input_source_base import InputSource
 
 __all__ = [
     "FeedInput", "FeedfreeInput", "QueueInput", "BatchQueueInput", "DummyConstantInput", "TensorInput",

@@ -57,7 +57,7 @@ class FeedfreePredictor:
 
         def predict() -> list[tf.Tensor]:
             with input_source.tracing():
-                values = dict(zip(names, input_source.get_input_tensors()))
+                values = dict(zip(names, input_source.get_input_tensors(0)))
             return model(*[values[n] for n in input_names])
 
         self._fn = tf.function(predict, autograph=False)

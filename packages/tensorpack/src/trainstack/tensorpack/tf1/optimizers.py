@@ -29,6 +29,7 @@ from typing import Any
 import keras
 import tensorflow as tf
 
+from trainstack.callbacks import is_variable
 from trainstack.towers.tower.gradproc import ProcessedOptimizer
 
 from .recording import control_dependencies, minimize
@@ -62,7 +63,7 @@ def _keras_init(original: Any, frame: Frame, optimizer: Any, *args: Any, **kwarg
     """A Keras optimizer's ``__init__`` inside the switch: a variable learning rate is read at each
     step through a callable, and tracked (checkpointed) as the optimizer's ``_tf1_learning_rate``."""
     lr = args[0] if args else kwargs.get("learning_rate")
-    if not isinstance(lr, (tf.Variable, keras.Variable)):
+    if not is_variable(lr):
         original(optimizer, *args, **kwargs)
         return
     if tuple(lr.shape) != () or not tf.as_dtype(lr.dtype).is_floating:

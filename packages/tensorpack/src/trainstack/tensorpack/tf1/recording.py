@@ -361,7 +361,7 @@ class GraphRecorder:
             built, handles = [], []
             with tf.GradientTape(persistent=True) as tape, source.tracing(feeds):
                 for k, record in enumerate(towers):
-                    inputs = source.get_input_tensors()
+                    inputs = source.get_input_tensors(k)
                     collection = trainer.summary_collection if k == main else None
                     before = len(graph.get_operations())
                     with tf.device(record.device or None), summary_collection_scope(collection), \

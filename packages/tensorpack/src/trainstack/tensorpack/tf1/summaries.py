@@ -45,10 +45,9 @@ import re
 from collections.abc import Callable, Sequence
 from typing import Any
 
-import keras
 import tensorflow as tf
 
-from trainstack.callbacks import SummaryCollection, add_tensor_summary
+from trainstack.callbacks import SummaryCollection, add_tensor_summary, is_variable
 
 from .recording import constructing_trainer
 from .summary_ops import histogram_value, image_value, record, scalar_value, tag_outside_towers, text_value
@@ -178,11 +177,11 @@ def _outside_towers(api: str, kind: str, name: Any, data: Any, family: Any) -> b
     collection = getattr(trainer, "summary_collection", None)
     if not isinstance(collection, SummaryCollection):
         return None
-    is_variable = isinstance(data, (tf.Variable, keras.Variable))
-    if kind == "scalar" and not is_variable and callable(data):
+    variable = is_variable(data)
+    if kind == "scalar" and not variable and callable(data):
         data = _ScheduleValue(data)  # TF1's decay functions outside a graph: read when written
-        is_variable = True
-    if kind != "scalar" or (not is_variable and tf.is_symbolic_tensor(data)):
+        variable = True
+    if kind != "scalar" or (not variable and tf.is_symbolic_tensor(data)):
         raise TF1CallError(OUTSIDE_TOWERS.format(api=api, name=name, trainer=type(trainer).__name__))
     add_tensor_summary(data, "scalar", name=tag_outside_towers(name, family), collection=collection)
     return True

@@ -82,7 +82,7 @@ class DataParallelInferenceRunner(InferenceRunner):
                 for k in range(num_towers):
                     name = f"{self.tower_name}{k}"
                     with tf.device(self.devices[k]):
-                        inputs = source.get_input_tensors()
+                        inputs = source.get_input_tensors(k)
                         with summary_collection_scope(None), TowerContext(name, is_training=False, index=k):
                             tower_func(*inputs)
                     handle = tower_func.towers[name]

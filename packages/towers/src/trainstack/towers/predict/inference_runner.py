@@ -137,7 +137,7 @@ class InferenceRunner(Callback):
 
         def infer(feeds):
             with source.tracing(feeds):
-                inputs = source.get_input_tensors()
+                inputs = source.get_input_tensors(0)
             # summaries are the training tower's business: none recorded here
             with tf.device(device), summary_collection_scope(None), \
                     TowerContext(self.tower_name, is_training=False):

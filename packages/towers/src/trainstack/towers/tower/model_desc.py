@@ -98,6 +98,12 @@ class ModelDescBase(abc.ABC):
             def checkpoint_objects(self):
                 return {"fc": self.classifier}
 
+        The default is a declaration, not a guess, and does not warn: it is TensorFlow's own rule
+        for objects (``tf.Module`` and Keras models key their checkpoints by attribute name), the
+        attributes are the model's public parts, and this method is where to say otherwise. The
+        guesses that warn are elsewhere: a plain tower function's closure and globals, a method of
+        an object without this method, a trainer's undeclared optimizers.
+
         Read once, when the model's variables exist (after the first tower is built).
         Variables the model creates that no declared object reaches are kept under
         ``model/untracked/<variable name>``.

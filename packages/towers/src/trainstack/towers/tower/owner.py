@@ -145,9 +145,13 @@ def owner_parts(owner: Any) -> dict[str, Any]:
 
 
 def log_guessed_owner(tower_func: TowerFunc, owner: Any, how: str, module: tf.Module) -> None:
-    """The fallback's one log line: the keys it chose and how to declare them."""
+    """The fallback's one warning (the tower function's checkpoint module is built once): the keys
+    it chose, where it found them, and how to declare them."""
     name = fn_name(tower_func.fn)
-    keys = [f"model/{k}" for k in owner_parts(owner)]
+    names = list(owner_parts(owner))
+    keys = [f"model/{k}" for k in names]
+    if how == "attributes" and not keys:
+        return  # nothing found by reflection: the variables are kept by their names (untracked)
     untracked = getattr(module, "untracked", None)
     if untracked:
         keys.append(f"model/untracked/... ({len(untracked)} variables, by their names)")
@@ -157,7 +161,16 @@ def log_guessed_owner(tower_func: TowerFunc, owner: Any, how: str, module: tf.Mo
                        "TowerFunc(%s, input_signature, owner=model), or pass model.build_graph.", name,
                        type(owner).__name__, ", ".join(keys) or "none", name)
         return
-    names = list(owner_parts(owner))
+    if how == "attributes":
+        owner_type = type(owner).__name__
+        logger.warning(
+            "TowerFunc(%s) is a method of %s, which declares no checkpoint_objects(), so its checkpoint "
+            "keys were taken from the attributes of %s holding layers, modules or variables: %s. Renaming "
+            "one of them changes the checkpoint, and resuming from an older one then fails. Declare them: "
+            "give %s a method `def checkpoint_objects(self): return {%s}`, or TowerFunc(%s, input_signature, "
+            "owner={...}).", name, owner_type, owner_type, ", ".join(keys), owner_type,
+            ", ".join(f"{k!r}: self.{k}" for k in names), name)
+        return
     logger.warning(
         "TowerFunc(%s) declares no owner, so its checkpoint keys were taken from the names the function "
         "uses for what it reads: %s. Renaming one of them changes the checkpoint, and resuming from an "

@@ -46,6 +46,7 @@ from trainstack.callbacks import (
     summary_collection_chosen,
     summary_collection_scope,
     tf_private,
+    to_numpy,
 )
 from trainstack.inputs.host_tensor import as_host_tensor
 
@@ -200,7 +201,7 @@ class TracedStep:
         else:
             output, values = self._call_overlapped(self._concrete[key], feeds, steps)
         if values:
-            values = tf.nest.map_structure(_to_numpy, values)
+            values = tf.nest.map_structure(to_numpy, values)
         return output, values
 
     def _call_overlapped(self, concrete: Any, feeds: Mapping[str, Any], steps: tuple) -> Any:
@@ -285,10 +286,6 @@ def _wait(executor: Any) -> None:
     except BaseException:
         executor.clear_error()
         raise
-
-
-def _to_numpy(value: Any) -> Any:
-    return value.numpy() if isinstance(value, tf.Tensor) else value
 
 
 def _key(fetches: Sequence[str]) -> tuple[str, ...]:

@@ -62,6 +62,7 @@ from .handles import TowerHandle, TowerHandles
 from .owner import (
     ModelCheckpoint,
     declare_owner,
+    declares_checkpoint,
     find_model_owner,
     fn_name,
     frozen_variable_ids,
@@ -148,8 +149,10 @@ class TowerFunc:
         return self._resolve_owner()[0]
 
     def _resolve_owner(self) -> tuple[Any, str]:
-        """(model owner, how it was found): "declared", "method", "found model" (a ModelDesc
-        the function reads), "names" (what it reads, by its names for them) or "none"."""
+        """(model owner, how it was found): "declared", "method" (of an owner that declares:
+        ``checkpoint_objects()``, a Keras layer or ``tf.Module``), "attributes" (a method of an
+        object that does not: its attributes), "found model" (a ModelDesc the function reads),
+        "names" (what it reads, by its names for them) or "none"."""
         if self._declared_owner is not None:
             return self._declared_owner, "declared"
         bound = getattr(self.fn, "__self__", None)
@@ -157,7 +160,8 @@ class TowerFunc:
         if found is None:
             return None, "none"
         if bound is not None and found is bound:
-            return found, "method"
+            declared = declares_checkpoint(found) or isinstance(found, (tf.keras.layers.Layer, tf.Module))
+            return found, "method" if declared else "attributes"
         return found, "found model" if is_model_desc(found) else "names"
 
     @property
@@ -290,7 +294,7 @@ class TowerFunc:
                                    "its variables (and checkpoint) exist after the first one")
             owner, how = self._resolve_owner()
             self._checkpoint_module = module = ModelCheckpoint(owner, self._variables)
-            if how in ("found model", "names"):
+            if how in ("found model", "names", "attributes"):
                 log_guessed_owner(self, owner, how, module)
         return self._checkpoint_module
 

@@ -270,10 +270,10 @@ class SingleCostTrainer(TowerTrainer):
         ``m * num_towers + k`` (the input's order)."""
         inputs = []
         with self.input.tracing(feeds):
-            for _ in range(self.gradient_accumulation_steps):
+            for m in range(self.gradient_accumulation_steps):
                 for k in range(self.num_towers):
                     with on_device(self._tower_device(k)):
-                        inputs.append(self.input.get_input_tensors())
+                        inputs.append(self.input.get_input_tensors(m * self.num_towers + k))
         return inputs
 
     def _compute(self, tower_inputs: list[list[tf.Tensor]],
