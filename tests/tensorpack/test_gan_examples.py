@@ -222,9 +222,9 @@ def test_a_scheduled_setter_changes_the_rate_gan_pys_trainer_applies():
     import tensorflow as tf
 
     from trainstack.callbacks import ScheduledHyperParamSetter
-    from trainstack.tensorpack.input_source import QueueInput
     from trainstack.loop import Callback
     from trainstack.tensorpack import tfv1
+    from trainstack.tensorpack.input_source import QueueInput
 
     gan = ported_gan()
 
@@ -296,9 +296,9 @@ def test_a_script_callbacks_tf1_graph_runs_on_the_models_variables_in_its_hooks(
     import tensorflow as tf
 
     from trainstack.callbacks import PeriodicTrigger
-    from trainstack.tensorpack.input_source import QueueInput
     from trainstack.loop import Callback
     from trainstack.tensorpack import tfv1
+    from trainstack.tensorpack.input_source import QueueInput
 
     gan = ported_gan()
 
