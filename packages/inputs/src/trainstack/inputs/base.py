@@ -131,14 +131,14 @@ class InputSource:
                  "pass num_towers= to setup() for more")
         batches = self._batches
         if batches is None:  # outside a trace: read afresh
-            return self._read(index, signature)
+            return self._checked_tensors(index, signature)
         # a stream's earlier towers read first, so that tower k gets the k-th batch of the step
         for k in (range(index + 1) if self.reads_in_tower_order else (index,)):
             if k not in batches:
-                batches[k] = self._read(k, signature)
+                batches[k] = self._checked_tensors(k, signature)
         return list(batches[index])
 
-    def _read(self, index: int, signature: tuple[tf.TensorSpec, ...]) -> list[tf.Tensor]:
+    def _checked_tensors(self, index: int, signature: tuple[tf.TensorSpec, ...]) -> list[tf.Tensor]:
         return check_tensors(self._get_input_tensors(index), signature, source=self.name)
 
     def get_callbacks(self) -> list[Callback]:

@@ -63,7 +63,7 @@ def _keras_init(original: Any, frame: Frame, optimizer: Any, *args: Any, **kwarg
     """A Keras optimizer's ``__init__`` inside the switch: a variable learning rate is read at each
     step through a callable, and tracked (checkpointed) as the optimizer's ``_tf1_learning_rate``."""
     lr = args[0] if args else kwargs.get("learning_rate")
-    if not is_variable(lr):
+    if lr is None or not is_variable(lr):
         original(optimizer, *args, **kwargs)
         return
     if tuple(lr.shape) != () or not tf.as_dtype(lr.dtype).is_floating:
