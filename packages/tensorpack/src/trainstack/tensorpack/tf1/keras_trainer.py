@@ -39,7 +39,6 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 import keras
-import numpy as np
 import tensorflow as tf
 
 from trainstack.callbacks import add_moving_summary
@@ -53,6 +52,7 @@ from trainstack.towers import (
 from trainstack.towers import (
     SingleCostTrainer as CoreSingleCostTrainer,
 )
+from trainstack.towers.tower.keras_model import metric_of_one_batch
 
 from .aliases import get_num_gpu
 from .distributed_trainers import DistributedTrainerParameterServer, DistributedTrainerReplicated
@@ -121,16 +121,7 @@ def _metric_fn(name: str) -> Callable[[tf.Tensor, tf.Tensor], tf.Tensor]:
     """``keras.metrics.get(name)`` as a function of one batch: a Keras 3 metric object (what most
     names give) from its initial state, without touching its variables; a function as it is."""
     metric = keras.metrics.get(name)
-    if not isinstance(metric, keras.metrics.Metric):
-        return metric
-    metric.reset_state()
-    initial = [np.array(v.numpy()) for v in metric.variables]
-
-    def value(y_true: tf.Tensor, y_pred: tf.Tensor) -> tf.Tensor:
-        state = metric.stateless_update_state([tf.constant(v) for v in initial], y_true, y_pred)
-        return metric.stateless_result(state)
-
-    return value
+    return metric_of_one_batch(metric) if isinstance(metric, keras.metrics.Metric) else metric
 
 
 def _named(value: tf.Tensor, name: str) -> tf.Tensor:

@@ -38,7 +38,7 @@ from trainstack.callbacks import add_moving_summary, tf_private
 
 from .model_desc import ModelDesc
 
-__all__ = ["KerasModelDesc"]
+__all__ = ["KerasModelDesc", "metric_of_one_batch"]
 
 #: Keras's losses whose target has the prediction's shape and a float dtype
 _DENSE_TARGET_LOSSES = (
@@ -281,7 +281,7 @@ def _resolve_metrics(metrics: Sequence[Any], loss_kind: str | None,
                                  "Keras metric name, a keras.metrics.Metric or a function "
                                  "fn(y_true, y_pred)") from None
         if isinstance(metric, keras.metrics.Metric):
-            resolved.append((name or metric.name, _batch_value(metric)))
+            resolved.append((name or metric.name, metric_of_one_batch(metric)))
         elif callable(metric):
             resolved.append((name or metric.__name__, _batch_mean(metric)))
         else:
@@ -291,8 +291,9 @@ def _resolve_metrics(metrics: Sequence[Any], loss_kind: str | None,
     return resolved
 
 
-def _batch_value(metric: keras.metrics.Metric) -> Callable[[tf.Tensor, tf.Tensor], tf.Tensor]:
-    """The metric on one batch, from its reset state (no variable of the metric is touched)."""
+def metric_of_one_batch(metric: keras.metrics.Metric) -> Callable[[tf.Tensor, tf.Tensor], tf.Tensor]:
+    """``metric`` as a function of one batch, ``f(y_true, y_pred)``: its value from its reset
+    state, computed statelessly (no variable of the metric is touched, so towers can share it)."""
     metric.reset_state()
     initial = [np.array(v.numpy()) for v in metric.variables]
 
