@@ -128,3 +128,14 @@ def test_arguments_are_checked():
         config.xla = True  # frozen
 
 
+
+
+@pytest.mark.parametrize("name", ["soft_placement", "gpu_memory_growth", "xla"])
+def test_a_flag_is_checked_by_the_one_boolean_rule(name):
+    """RuntimeConfig's flags take True, False or None, as every trainstack flag (check_bool): a string
+    such as "no", which Python would take as true, is refused, naming the argument."""
+    from trainstack.loop import ArgumentError
+
+    with pytest.raises(ArgumentError, match=rf"RuntimeConfig\({name}=\.\.\.\) must be True or False or None, got 'no'"):
+        RuntimeConfig(**{name: "no"})
+    assert getattr(RuntimeConfig(**{name: False}), name) is False

@@ -18,7 +18,7 @@ from typing import Any
 
 import tensorflow as tf
 
-from trainstack.loop.checks import check_int, is_int
+from trainstack.loop.checks import check_bool, check_int, is_int
 
 __all__ = ["RuntimeConfig"]
 
@@ -31,11 +31,6 @@ _TOO_LATE = ("TensorFlow has already initialized its devices, after which this s
 
 def _check_count(name: str, value: Any, minimum: int) -> None:
     check_int("RuntimeConfig", name, value, minimum=minimum, none_ok=True)
-
-
-def _check_flag(name: str, value: Any) -> None:
-    if value is not None and not isinstance(value, bool):
-        raise ValueError(f"RuntimeConfig: {name} must be True, False or None, got {value!r}")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -67,7 +62,7 @@ class RuntimeConfig:
         _check_count("inter_op_threads", self.inter_op_threads, 0)
         _check_count("logical_cpu_devices", self.logical_cpu_devices, 1)
         for name in ("soft_placement", "gpu_memory_growth", "xla"):
-            _check_flag(name, getattr(self, name))
+            check_bool("RuntimeConfig", name, getattr(self, name), none_ok=True)
         if self.visible_gpus is not None:
             gpus = self.visible_gpus
             if isinstance(gpus, (str, bytes)) or not all(is_int(i, minimum=0) for i in gpus):
