@@ -4,21 +4,35 @@ from __future__ import annotations
 from typing import Any
 
 import keras
+import tensorflow as tf
 
 from trainstack.callbacks.variables import variable_name
 from trainstack.towers import TowerFunc
+from trainstack.towers.tower.owner import frozen_variable_ids, model_parts, walk_variables
 
 __all__ = ["trainable_of", "variables_of", "keras_paths", "variable_name"]
 
 
 def trainable_of(tower_func: TowerFunc) -> list[Any]:
-    """``tower_func``'s model's trainable variables (see ``TowerFunc.model_trainable_variables``)."""
-    return tower_func.model_trainable_variables()
+    """The trainable ones among :func:`variables_of`; those of frozen Keras layers excluded."""
+    frozen = frozen_variable_ids(tower_func.model_owner)
+    return [v for v in variables_of(tower_func) if v.trainable and id(v) not in frozen]
 
 
 def variables_of(tower_func: TowerFunc) -> list[Any]:
-    """``tower_func``'s model's variables, trainable or not (see ``TowerFunc.model_variables``)."""
-    return tower_func.model_variables()
+    """Every variable of ``tower_func``'s model, trainable or not, as TF1's collections listed them:
+    those of the layers, modules and variables its owner holds (built before or in the tower),
+    then any other the tower function created so far (during the first build: the layers called
+    before this point)."""
+    owner = tower_func.model_owner
+    reached: dict[int, Any] = {}
+    if owner is not None:
+        parts = ([owner] if isinstance(owner, (tf.keras.layers.Layer, tf.Module))
+                 else list(model_parts(owner).values()))
+        walk_variables(parts, reached)
+    for v in tower_func.variables:
+        reached.setdefault(id(v), v)
+    return list(reached.values())
 
 
 def keras_paths(tower_func: TowerFunc) -> dict[int, str]:

@@ -1,46 +1,13 @@
-# Over 400 lines on purpose: the context, handles and TowerFunc share one tower's state (owner, variables).
 """Towers: one replicate of the model, built by a tower function under a TowerContext.
 
-A *tower function* takes the input tensors and builds the model on them
-(``ModelDesc.build_graph`` is one). The trainer calls it under a
-:class:`TowerContext` that says which tower is being built and whether it is
-for training; model code reads it with :func:`get_current_tower_context`::
-
-    def build_graph(self, x, label):
-        ctx = get_current_tower_context()
-        logits = self.fc(self.dropout(x, training=ctx.is_training))
-        ...
-
-:class:`TowerFunc` wraps a tower function. Each call builds one tower and
-records a :class:`TowerHandle` in ``tower_func.towers``, through which the
-tower's inputs, outputs and named tensors (``tf.identity(x, name="accuracy")``)
-are read later, e.g. by callbacks fetching values by name.
-
-The tower function is called several times
-------------------------------------------
-Once per training tower (several devices), once per inference tower
-(predictors), and again every time a step function is traced. Build the model
-from objects created once (Keras layers set in ``ModelDesc.__init__``), and
-keep global state out of it::
-
-    class Model(ModelDesc):
-        def __init__(self):
-            self.fc = keras.layers.Dense(10)      # created once: its variables are reused
-
-        def build_graph(self, x, label):
-            logits = self.fc(x)                   # good: the same layer on every call
-            # bad: keras.layers.Dense(10)(x) makes new variables on each call;
-            # bad: self.costs.append(cost) grows a Python list on each call.
-            ...
-
-The reuse rule (TF1's ``tf.get_variable`` reuse, in TF2 form): variables may
-be created only while the *first* tower a TowerFunc builds is built for the
-first time (the first training tower when training; the inference tower when
-it is the only one, e.g. in an offline predictor). A tower function that
-creates a variable anywhere else (another tower, or a later call of the first
-one) gets a :class:`VariableReuseError` naming the variable and the tower.
-Variables are named without the tower's name scope (``dense/kernel``, not
-``tower0/dense/kernel``), as tensorpack's were.
+:class:`TowerFunc` wraps a tower function (``ModelDesc.build_graph`` is one). It is called
+once per training tower, per inference tower and per trace of a step, so the model is built
+from objects made once (layers in ``ModelDesc.__init__``). Each call records a
+:class:`TowerHandle` in ``tower_func.towers``, through which named tensors are read later.
+Only the first build of the first tower may create variables (TF1's ``get_variable`` reuse,
+in TF2 form); a variable made anywhere else is a :class:`VariableReuseError`. Variables are
+named without the tower's scope (``dense/kernel``), as tensorpack's were. The guide:
+``docs/tutorials/trainer.md``.
 """
 from __future__ import annotations
 
@@ -68,8 +35,6 @@ from .owner import (
     frozen_variable_ids,
     is_model_desc,
     log_guessed_owner,
-    model_parts,
-    walk_variables,
 )
 
 __all__ = ["TowerFunc", "VariableReuseError"]
@@ -175,26 +140,6 @@ class TowerFunc:
         ``layer.trainable = False`` excluded)."""
         frozen = frozen_variable_ids(self.model_owner)
         return [v for v in self._variables if v.trainable and id(v) not in frozen]
-
-    def model_variables(self) -> list[Any]:
-        """Every variable of the model, trainable or not, as tensorpack's graph-side helpers see
-        them: those of the layers, modules and variables its owner holds (built before or in the
-        tower), then any other the tower function created so far (during the first build: the
-        layers called before this point)."""
-        owner = self.model_owner
-        reached: dict[int, Any] = {}
-        if owner is not None:
-            parts = ([owner] if isinstance(owner, (tf.keras.layers.Layer, tf.Module))
-                     else list(model_parts(owner).values()))
-            walk_variables(parts, reached)
-        for v in self._variables:
-            reached.setdefault(id(v), v)
-        return list(reached.values())
-
-    def model_trainable_variables(self) -> list[Any]:
-        """The trainable ones among :meth:`model_variables`; frozen layers excluded."""
-        frozen = frozen_variable_ids(self.model_owner)
-        return [v for v in self.model_variables() if v.trainable and id(v) not in frozen]
 
     def __call__(self, *inputs: Any) -> Any:
         ctx = get_current_tower_context()

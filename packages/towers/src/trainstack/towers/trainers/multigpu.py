@@ -1,43 +1,13 @@
 """MultiGPUTrainerBase: the data-parallel trainers' common part.
 
-Switching from SimpleTrainer to data-parallel training is one line::
-
-    launch_train_with_config(config, SimpleTrainer())
-    launch_train_with_config(config, SyncMultiGPUTrainerReplicated(4))   # 4 GPUs
-
-Each of the ``len(trainer.devices)`` training towers ``tower0 ..`` is built on
-its device and takes its own batch from the InputSource (set up with
-``num_towers=K``), so one step trains on ``K`` batches: the total batch is
-``batch x K``, and no batch reaches two towers. So the default ``steps_per_epoch`` (the
-input's size, tensorpack's rule) makes an epoch ``K`` passes over the data; training
-then starts with a warning that says so and gives the steps of one pass (the input's
-size divided by ``K``). Only ``tower0`` is the main
-training tower (callbacks fetch its tensors); ``add_moving_summary`` logs the mean of
-the towers' values (see tower_summaries.py), the other summaries ``tower0``'s.
-The trainers differ in where the variables live and how the towers'
-gradients reach them:
-
-- :class:`~trainstack.towers.SyncMultiGPUTrainerReplicated`: a replica of
-  every variable on each device (``tf.distribute.MirroredStrategy``),
-  gradients all-reduced (NCCL on GPUs), every replica updated alike.
-- :class:`~trainstack.towers.SyncMultiGPUTrainerParameterServer`: one copy of
-  the variables, on the CPU or spread over the devices; gradients averaged
-  where each variable lives and applied once.
-- :class:`~trainstack.towers.AsyncMultiGPUTrainer`: one copy of the variables;
-  each tower applies its own gradients, without averaging.
-
-``gpus`` is a count, a list of device indices or a list of device names (see
-:mod:`trainstack.towers.session.devices`): the same code trains on GPUs and on logical
-CPU devices, e.g. to try it on a machine without GPUs::
-
-    devices = logical_cpu_devices(2)    # first thing in the program: before TensorFlow starts
-    launch_train_with_config(config, SyncMultiGPUTrainerReplicated(devices))
-
-With several towers, ``launch_train_with_config`` wraps a dataflow in
-``QueueInput`` and ``StagingInput`` (prefetch onto each device; the step option
-``gpu_prefetch=False`` keeps the batches on the host).
-Checkpoints hold one value per variable whatever the trainer: they restore
-into SimpleTrainer, the predictors and any of these trainers.
+``launch_train_with_config(config, SyncMultiGPUTrainerReplicated(4))`` instead of
+``SimpleTrainer()`` is the whole switch. Each of the ``K = len(trainer.devices)`` towers is built
+on its device and takes its own batch, so a step trains on ``K`` batches and the default epoch is
+``K`` passes over the data (tensorpack's rule; a warning says so). ``tower0`` is the main
+training tower. The subclasses differ in where the variables live and how the gradients reach
+them (replicated.py, parameter_server.py, async_.py); ``gpus`` may name logical CPU devices, so
+the same code runs without GPUs. Checkpoints hold one value per variable whatever the trainer.
+The guide: ``docs/tutorials/trainers.md``.
 """
 from __future__ import annotations
 

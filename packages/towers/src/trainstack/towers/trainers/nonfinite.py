@@ -1,34 +1,15 @@
 """Non-finite values in a trainer's step: where the first one appeared, and skipping such steps.
 
-The record (:class:`NonFiniteCheck`). Every step of a :class:`SingleCostTrainer` checks its
-loss (each tower's) and the gradients it applies (each variable's: one sum per gradient; not
-with ``mixed_precision``, whose loss scaling expects overflowing gradients and handles them)
-for NaN and Inf, and writes, inside the traced step and without a branch, the first global
-step where one was not finite and which tensor (the loss first, then the variables in order:
-the variable named is one whose gradient was not finite while the loss was). Nothing goes to
-the host for that; the host reads the record only when it reports: when a saver refuses to
-save NaN weights or ``TerminateOnNaN`` stops training (their messages, and the
-``NonFiniteError`` the run ends with, name that first step and tensor: see
-``Trainer.first_nonfinite``), and after each step with ``skip_nonfinite_steps``.
-
-What it costs (``benchmarks/nonfinite_overhead.py``, results in the towers README): a
-reduction per gradient and about a dozen scalar ops per step, 6-11% of the steps/s of
-sub-millisecond CPU steps of small MLPs, within the noise on a small convnet. It is on by
-default because a record of the loss alone (``SimpleTrainer(record_nonfinite="loss")``, 0-2.5%)
-misreports the NaNs hardest to find, a gradient that is not finite under a finite loss (the
-gradient of a norm or a square root at 0): their weights turn NaN and the report names the
-next step's loss, an innocent batch. A gradient cannot be checked after the fact, on the
-failed step only: by then it is gone. The step option ``record_nonfinite=False``
-(``SimpleTrainer(record_nonfinite=False)``) drops the record.
-
-Skipping (``skip_nonfinite_steps=True`` on a trainer). One bad batch (a NaN in the data, an
-overflow) should not end a long run nor poison the weights: the step's update is applied only
-when its loss and every gradient are finite; otherwise the weights, the optimizer's state and
-the moving averages of ``add_moving_summary`` stay as they were (the averages' updates are
-kept back to the end of the step, see :class:`_DeferredAverages`), and
-:class:`SkippedStepsReport` logs the step (its global step and the tensor) and puts
-``skipped_steps`` into the monitors. Without the option a NaN reaches the weights, and the
-savers / ``TerminateOnNaN`` stop training (see the callbacks layer).
+:class:`NonFiniteCheck` checks each step's losses and the gradients it applies (one sum per
+gradient; not under ``mixed_precision``, whose loss scaling handles overflows) for NaN and Inf,
+and writes the first non-finite global step and tensor inside the traced step, without a branch
+or a host round trip. The host reads it only to report: a saver refusing NaN weights,
+``TerminateOnNaN`` and ``NonFiniteError`` name that step and tensor. Gradients are checked by
+default because a NaN gradient under a finite loss is the hardest to find, and cannot be checked
+after the fact; ``record_nonfinite="loss"`` or ``False`` makes it cheaper (costs: the towers
+README). With ``skip_nonfinite_steps=True`` a step whose loss or gradients are not finite changes
+nothing (weights, optimizer state, moving averages: see :class:`_DeferredAverages`), and
+:class:`SkippedStepsReport` logs it and puts ``skipped_steps`` to the monitors.
 """
 from __future__ import annotations
 

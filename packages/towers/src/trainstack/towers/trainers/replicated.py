@@ -1,42 +1,15 @@
 """SyncMultiGPUTrainerReplicated: a replica of the model on every device, gradients all-reduced.
 
-The trainer runs the model under a ``tf.distribute.MirroredStrategy`` over its
-devices: every variable (and every optimizer slot) is a ``MirroredVariable``
-with one copy per device, equal at creation and after any restore. One step:
-
-1. tower ``k`` is built on device ``k`` (``strategy.run``: each tower reads
-   its own device's copies) on its own batch, and computes its gradients;
-2. the gradients are all-reduced (mean, or sum with ``average=False``) by the
-   strategy's cross-device ops, chosen by ``mode``;
-3. the optimizer applies the reduced gradients to every copy, each on its
-   own device, so the copies stay identical.
-
-Gradient processors (``apply_grad_processors``) see the reduced gradients, as
-in tensorpack; they run once, on the first device, and their result is
-copied to the others.
-
-Variables the towers update themselves (Keras BatchNormalization's moving
-statistics) get each device's own batch statistics, so their copies drift
-apart; checkpoints and predictors use the first device's. With
-``BROADCAST_EVERY_EPOCH`` (default True, as in tensorpack) a callback copies the
-first device's copy of every non-trainable model variable to the others before
-training and after each epoch.
-
-``mode`` (tensorpack's names) picks the all-reduce:
-
-- ``'nccl'``: ``tf.distribute.NcclAllReduce`` (GPUs only);
-- ``'hierarchical'``: ``tf.distribute.HierarchicalCopyAllReduce`` (made for 8-GPU machines);
-- ``'cpu'``: ``tf.distribute.ReductionToOneDevice`` on the CPU;
-- ``'gpu'``: ``tf.distribute.ReductionToOneDevice`` on the first device;
-- ``'collective'``: TensorFlow's collective ops (the cross-device ops of
-  ``MultiWorkerMirroredStrategy``, here within one process);
-- None (default): ``'nccl'`` when every device is a GPU, else ``'cpu'``.
-
-The strategy is ``trainer.strategy`` (made by ``setup_graph``). The model's
-variables must be created by the tower function (Keras layers built on their
-first call) or before, with an initializer (not from a tensor computed in
-the tower), and the optimizer by ``get_opt_fn`` (``ModelDesc.optimizer()``),
-which the trainer calls in the strategy's scope.
+The step runs under ``tf.distribute.MirroredStrategy`` (``trainer.strategy``): every variable and
+optimizer slot is mirrored; tower ``k`` computes its gradients on device ``k`` on its own batch;
+they are all-reduced (mean, or sum with ``average=False``) by the cross-device ops ``mode`` names
+(tensorpack's names: ``'nccl'``, ``'hierarchical'``, ``'cpu'``, ``'gpu'``, ``'collective'``; None:
+``'nccl'`` on GPUs, else ``'cpu'``); gradient processors see the reduced gradients once, and every
+copy is updated alike. Statistics the towers update themselves (BatchNormalization's) drift
+apart; ``BROADCAST_EVERY_EPOCH`` (default True, as in tensorpack) copies the first device's to the
+others before training and after each epoch. Variables are made by the tower function or before
+it (not from a tensor computed in the tower), the optimizer by ``get_opt_fn`` in the strategy's
+scope.
 """
 from __future__ import annotations
 

@@ -26,6 +26,7 @@ call, gradient accumulation, loss scaling, the non-finite policy).
 """
 from __future__ import annotations
 
+import contextlib
 import functools
 import logging
 from collections.abc import Callable, Mapping, Sequence
@@ -235,22 +236,18 @@ class SingleCostTrainer(TowerTrainer):
         In the loop each step reads the next step's batch while it computes (as Keras'
         ``steps_per_execution`` loop does): the read and the step touch different resources,
         so the graph runs them side by side. A call still reads exactly ``steps`` batches."""
-        if self._creating_variables:
-            with tf.variable_creator_scope(create_variables_outside_function(type(self).__name__, strict=False)):
-                return self._step_body_in_scope(feeds, fetch_names, steps)
-        return self._step_body_in_scope(feeds, fetch_names, steps)
+        creating = (tf.variable_creator_scope(create_variables_outside_function(type(self).__name__, strict=False))
+                    if self._creating_variables else contextlib.nullcontext())
+        with creating:
+            inputs = self._get_tower_inputs(feeds)
+            if steps is not None:
+                def body(i: tf.Tensor, inputs: list[list[tf.Tensor]]) -> tuple[tf.Tensor, list[list[tf.Tensor]]]:
+                    self._compute_step(inputs, ())
+                    self._in_graph_step_done()
+                    return i + 1, self._get_tower_inputs(feeds)
 
-    def _step_body_in_scope(self, feeds: Any, fetch_names: tuple[str, ...],
-                            steps: tf.Tensor | None) -> tuple[Any, dict[str, Any]]:
-        inputs = self._get_tower_inputs(feeds)
-        if steps is not None:
-            def body(i: tf.Tensor, inputs: list[list[tf.Tensor]]) -> tuple[tf.Tensor, list[list[tf.Tensor]]]:
-                self._compute_step(inputs, ())
-                self._in_graph_step_done()
-                return i + 1, self._get_tower_inputs(feeds)
-
-            _, inputs = tf.while_loop(lambda i, _: i < steps - 1, body, [tf.constant(0), inputs])
-        return self._compute_step(inputs, fetch_names)
+                _, inputs = tf.while_loop(lambda i, _: i < steps - 1, body, [tf.constant(0), inputs])
+            return self._compute_step(inputs, fetch_names)
 
     def _in_graph_step_done(self) -> None:
         """Hook: called while a call of several steps (``steps_per_run > 1``) is traced, after
