@@ -25,6 +25,7 @@ import os
 from collections.abc import Mapping
 from typing import Any
 
+import keras
 import tensorflow as tf
 
 from . import tf_private
@@ -34,7 +35,8 @@ from .variables import is_variable
 __all__ = ["VALUE_SUFFIX", "OBJECT_GRAPH_KEY", "LOOP_STATE_KEY", "MONITOR_STATE_KEY", "BEST_STAT_KEY",
            "SAVE_COUNTER_KEY", "SAVER_KEYS", "value_name", "is_saver_key", "saver_checkpoint",
            "checkpoint_value_names", "NameBasedCheckpointError", "CheckpointMatch", "match_checkpoint",
-           "walk", "escape", "is_variable"]
+           "walk", "escape", "is_variable", "checkpoint_variables", "display_name",
+           "strip_tensor_suffix"]
 
 #: What TensorFlow appends to a variable's object path to make its checkpoint key.
 VALUE_SUFFIX = "/.ATTRIBUTES/VARIABLE_VALUE"
@@ -105,6 +107,21 @@ def walk(objects: Mapping[str, Any], skip: frozenset[int] = frozenset()) -> dict
         if not is_variable(obj):
             queue.extend((f"{path}/{escape(name)}", child) for name, child in children(obj).items())
     return found
+
+
+def checkpoint_variables(objects: Mapping[str, Any]) -> list[tuple[str, Any]]:
+    """(object path, variable) for every variable reachable from ``objects``."""
+    return [(path, obj) for path, obj in walk(objects).values() if is_variable(obj)]
+
+
+def display_name(path: str, var: Any) -> str:
+    """A variable's name in reports: its Keras path, or its object path under the checkpoint objects."""
+    return var.path if isinstance(var, keras.Variable) else path
+
+
+def strip_tensor_suffix(name: str) -> str:
+    """``dense/kernel:0`` -> ``dense/kernel`` (TF1's tensor names, as tensorpack's checkpoints hold)."""
+    return name[:-2] if name.endswith(":0") else name
 
 
 # -- pairing a checkpoint with objects -------------------------------------------------------------

@@ -7,7 +7,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 import os
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from typing import Any
 
 import keras
@@ -15,8 +15,7 @@ import numpy as np
 import tensorflow as tf
 
 from trainstack.callbacks import checkpoint_objects_of
-from trainstack.callbacks.checkpoint_layout import walk
-from trainstack.callbacks.variables import is_variable
+from trainstack.callbacks.checkpoint_layout import checkpoint_variables, display_name, strip_tensor_suffix
 from trainstack.towers import ChainInit, CheckpointInit, DictRestore, InitReport, JustCurrentSession, SessionInit
 from trainstack.towers import SmartInit as CoreSmartInit
 
@@ -86,7 +85,7 @@ class SaverRestore(CheckpointInit):
         reader = tf.train.load_checkpoint(self.path)
         names = sorted(reader.get_variable_to_shape_map())
         values = {name: reader.get_tensor(name) for name in names if name not in self.ignore}
-        variables = _variables(checkpoint_objects_of(trainer, repr(self)))
+        variables = checkpoint_variables(checkpoint_objects_of(trainer, repr(self)))
         # strict: nothing may change when the check fails, so the values are put back then
         before = [(var, tf.identity(var).numpy()) for _, var in variables] if self.strict else []
         try:
@@ -96,9 +95,9 @@ class SaverRestore(CheckpointInit):
         report = NameBasedReport(**{f.name: getattr(report, f.name) for f in dataclasses.fields(report)})
         report.source = f"checkpoint {self.path} (by name)"
         # the variables warned about by their TF1 names (conv0/W), as tensorpack did; Keras ones by their paths
-        by_name = {_display_name(path, var): (_display_name(path, var) if isinstance(var, keras.Variable)
-                                                else _strip_tensor_suffix(var.name)) for path, var in variables}
-        model = {_display_name(path, var) for path, var in variables if path.split("/", 1)[0] == "model"}
+        by_name = {display_name(path, var): (display_name(path, var) if isinstance(var, keras.Variable)
+                                                else strip_tensor_suffix(var.name)) for path, var in variables}
+        model = {display_name(path, var) for path, var in variables if path.split("/", 1)[0] == "model"}
         # (report.restored keeps the display names: predictors check them against their variables)
         report.fresh = sorted(by_name.get(n, n) for n in report.missing if n not in model)
         report.missing = sorted(by_name.get(n, n) for n in report.missing if n in model)
@@ -166,17 +165,9 @@ def _load_npy(filename: str) -> dict[str, Any]:
     return obj.item()
 
 
-def _variables(objects: Mapping[str, Any]) -> list[tuple[str, Any]]:
-    """(path under checkpoint_objects, variable) for every variable reachable from ``objects``."""
-    return [(path, obj) for path, obj in walk(objects).values() if is_variable(obj)]
 
 
-def _display_name(path: str, var: Any) -> str:
-    """A variable's name in the reports: its Keras path, or its path under checkpoint_objects."""
-    return var.path if isinstance(var, keras.Variable) else path
 
 
-def _strip_tensor_suffix(name: str) -> str:
-    return name[:-2] if name.endswith(":0") else name
 
 __getattr__ = unprovided(__name__)

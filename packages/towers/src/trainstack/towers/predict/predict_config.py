@@ -25,12 +25,11 @@ from typing import Any
 
 import tensorflow as tf
 
-from trainstack.callbacks.checkpoint_layout import checkpoint_value_names
+from trainstack.callbacks.checkpoint_layout import checkpoint_value_names, checkpoint_variables, display_name
 from trainstack.loop.checks import check_bool
 
 from ..session import ChainInit, CheckpointInit, DictRestore, SessionInit, SmartInit
 from ..session.checkpoint_init import _listing
-from ..session.sessinit import _display_name, _variables
 from ..tower.model_desc import ModelDescBase
 from ..tower.tower import TowerFunc
 from .predictor import OnlinePredictor
@@ -169,7 +168,7 @@ class OfflinePredictor(OnlinePredictor):
         restored = _restored(init)
         if restored is None:  # JustCurrentSession: the variables keep their values on purpose
             return
-        paths = {_display_name(path, var): path for path, var in _variables(self.checkpoint_objects)}
+        paths = {display_name(path, var): path for path, var in checkpoint_variables(self.checkpoint_objects)}
         names = sorted(paths)
         missing = [n if paths[n] == n else f"{paths[n]} ({n})" for n in names if n not in restored]
         if not missing:

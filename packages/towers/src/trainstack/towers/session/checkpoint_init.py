@@ -20,13 +20,15 @@ from trainstack.callbacks.checkpoint_layout import (
     SAVER_KEYS,
     CheckpointMatch,
     NameBasedCheckpointError,
+    display_name,
     match_checkpoint,
+    strip_tensor_suffix,
     value_name,
     walk,
 )
 from trainstack.loop.checks import check_bool
 
-from .sessinit import InitReport, ResumeError, SessionInit, _display_name, _strip_tensor_suffix
+from .sessinit import InitReport, ResumeError, SessionInit
 
 __all__ = ["CheckpointInit"]
 
@@ -90,7 +92,7 @@ class CheckpointInit(SessionInit):
         if isinstance(ignore, str):
             ignore = (ignore,)
         self.path = _resolve_checkpoint(path)
-        self.ignore = tuple(_strip_tensor_suffix(name).strip("/") for name in ignore)
+        self.ignore = tuple(strip_tensor_suffix(name).strip("/") for name in ignore)
         self.strict = check_bool(type(self).__name__, "strict", strict)
         self.ignore_mismatch = check_bool(type(self).__name__, "ignore_mismatch", ignore_mismatch)
         self.resume = check_bool(type(self).__name__, "resume", resume)
@@ -107,7 +109,7 @@ class CheckpointInit(SessionInit):
             return self._restore_by_name(trainer)
         shapes = match.shapes
         reachable = walk(objects)
-        names = {vid: _display_name(path, obj) for vid, (path, obj) in reachable.items()}
+        names = {vid: display_name(path, obj) for vid, (path, obj) in reachable.items()}
 
         found = match.found
         report = InitReport(source=f"checkpoint {self.path}")
@@ -159,7 +161,7 @@ class CheckpointInit(SessionInit):
         ids: dict[str, int] = {}
         for vid, (path, obj) in reachable.items():
             ids.setdefault(path, vid)
-            ids.setdefault(_display_name(path, obj), vid)
+            ids.setdefault(display_name(path, obj), vid)
         for vid, (key, _) in found.items():
             ids.setdefault(value_name(key), vid)
         unknown = [name for name in self.ignore if name not in ids]

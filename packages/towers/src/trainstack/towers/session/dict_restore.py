@@ -10,9 +10,10 @@ import numpy as np
 import tensorflow as tf
 
 from trainstack.callbacks import checkpoint_objects_of
+from trainstack.callbacks.checkpoint_layout import checkpoint_variables, display_name, strip_tensor_suffix
 from trainstack.loop.checks import check_bool
 
-from .sessinit import InitReport, SessionInit, _display_name, _strip_tensor_suffix, _variables
+from .sessinit import InitReport, SessionInit
 
 __all__ = ["DictRestore", "load_arrays"]
 
@@ -38,7 +39,7 @@ class DictRestore(SessionInit):
         for name, value in variable_dict.items():
             if not isinstance(name, str):
                 raise TypeError(f"DictRestore: keys must be variable names (str), got {name!r}")
-            values[_strip_tensor_suffix(name)] = value
+            values[strip_tensor_suffix(name)] = value
         self._values = values
         self.ignore_mismatch = check_bool(type(self).__name__, "ignore_mismatch", ignore_mismatch)
 
@@ -46,15 +47,15 @@ class DictRestore(SessionInit):
         return f"DictRestore(<{len(self._values)} arrays>)"
 
     def _run_init(self, trainer: Any) -> InitReport:
-        variables = _variables(checkpoint_objects_of(trainer, repr(self)))
+        variables = checkpoint_variables(checkpoint_objects_of(trainer, repr(self)))
         # paths first; a tf.Variable's own name only when no path matches (Keras names repeat: "kernel")
         by_path: dict[str, dict[int, tuple[str, Any]]] = collections.defaultdict(dict)
         by_name: dict[str, dict[int, tuple[str, Any]]] = collections.defaultdict(dict)
         for path, var in variables:
-            entry = (_display_name(path, var), var)
-            for name in {path, _display_name(path, var)}:
+            entry = (display_name(path, var), var)
+            for name in {path, display_name(path, var)}:
                 by_path[name][id(var)] = entry
-            by_name[_strip_tensor_suffix(var.name)][id(var)] = entry
+            by_name[strip_tensor_suffix(var.name)][id(var)] = entry
 
         report = InitReport(source=repr(self))
         updates: dict[int, tuple[str, Any, np.ndarray]] = {}
@@ -94,10 +95,10 @@ class DictRestore(SessionInit):
             var.assign(array)
         restored_ids = set(updates)
         skipped = set(report.skipped)
-        report.restored = sorted(_display_name(path, var) for path, var in variables
+        report.restored = sorted(display_name(path, var) for path, var in variables
                                  if id(var) in restored_ids)
-        report.missing = sorted(_display_name(path, var) for path, var in variables
-                                if id(var) not in restored_ids and _display_name(path, var) not in skipped)
+        report.missing = sorted(display_name(path, var) for path, var in variables
+                                if id(var) not in restored_ids and display_name(path, var) not in skipped)
         report.unused.sort()
         return report
 

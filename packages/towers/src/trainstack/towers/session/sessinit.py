@@ -31,13 +31,8 @@ from __future__ import annotations
 import abc
 import dataclasses
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any
-
-import keras
-
-from trainstack.callbacks.checkpoint_layout import walk
-from trainstack.callbacks.variables import is_variable
 
 __all__ = ["InitReport", "SessionInit", "JustCurrentSession", "ChainInit", "ResumeError"]
 
@@ -161,14 +156,7 @@ class ChainInit(SessionInit):
 
 
 # -- walking the objects (the walk and the pairing are checkpoint_layout's) ---------------------------
-def _variables(objects: Mapping[str, Any]) -> list[tuple[str, Any]]:
-    """(path under checkpoint_objects, variable) for every variable reachable from ``objects``."""
-    return [(path, obj) for path, obj in walk(objects).values() if is_variable(obj)]
 
 
-def _display_name(path: str, var: Any) -> str:
-    return var.path if isinstance(var, keras.Variable) else path
 
 
-def _strip_tensor_suffix(name: str) -> str:
-    return name[:-2] if name.endswith(":0") else name
