@@ -44,7 +44,7 @@ if TYPE_CHECKING:  # the public names; each is imported on its first use (see la
     from .timing import EstimatedTimeLeft, ThroughputTracker
     from .trainer_protocol import ModelTrainer, declares
     from .trigger import EnableCallbackIf, PeriodicCallback, PeriodicTrigger
-    from .variables import is_variable, to_numpy, variable_name, variables_of
+    from .variables import is_variable, tf_variable, to_numpy, variable_name, variables_of
 
 __all__ = [
     # monitors and where they write
@@ -65,7 +65,7 @@ __all__ = [
     # what callbacks read from a trainer of a model
     "ModelTrainer", "declares",
     # variables and fetched values: one rule each
-    "is_variable", "variable_name", "variables_of", "to_numpy",
+    "is_variable", "tf_variable", "variable_name", "variables_of", "to_numpy",
     # summaries
     "SummaryCollection", "get_summary_collection", "summary_collection_scope", "summary_collection_chosen",
     "default_summary_collection", "add_moving_summary", "add_tensor_summary", "MovingAverageSummary", "MergeAllSummaries",

@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 import tensorflow as tf
 
-__all__ = ["is_variable", "variable_name", "variables_of", "to_numpy"]
+__all__ = ["tf_variable", "is_variable", "variable_name", "variables_of", "to_numpy"]
 
 
 def is_variable(x: Any) -> bool:
@@ -22,6 +22,16 @@ def is_variable(x: Any) -> bool:
     ``assign`` method, a ``dtype`` and a ``shape``: e.g. the tensorpack layer's step counter)."""
     return isinstance(x, (tf.Variable, tf.keras.Variable)) or (
         callable(getattr(x, "assign", None)) and hasattr(x, "dtype") and hasattr(x, "shape"))
+
+
+def tf_variable(v: Any) -> tf.Variable:
+    """The ``tf.Variable`` behind ``v``: ``v`` itself, or a Keras 3 variable's ``.value``."""
+    if isinstance(v, tf.Variable):
+        return v
+    value = getattr(v, "value", None)
+    if isinstance(value, tf.Variable):
+        return value
+    raise TypeError(f"{v!r} is not a tf.Variable nor a Keras variable holding one")
 
 
 def variable_name(v: Any) -> str:

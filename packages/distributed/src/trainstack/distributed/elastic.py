@@ -49,7 +49,7 @@ from typing import Any
 import numpy as np
 import tensorflow as tf
 
-from trainstack.callbacks import variables_of
+from trainstack.callbacks import tf_variable, variables_of
 from trainstack.callbacks.callback_state import stateful_callbacks
 from trainstack.inputs import InputSource
 from trainstack.loop import Callback, MonitorBase
@@ -60,7 +60,7 @@ from trainstack.towers.tower.step import TracedStep
 from ._writers import monitors_of_process
 from .elastic_callbacks import ChiefGate, ChiefGatedMonitor, notify_world_size_change
 from .elastic_input import ElasticFeedInput
-from .horovod import HorovodShutdownError, HorovodTrainer, _as_tf_variable
+from .horovod import HorovodShutdownError, HorovodTrainer
 from .sharding import ShardedDataFlow
 
 __all__ = ["ElasticHorovodTrainer", "DEFAULT_COMMIT_EVERY"]
@@ -185,7 +185,7 @@ class ElasticHorovodTrainer(HorovodTrainer):
         for v in self.broadcast_targets:
             found.setdefault(id(v), v)
         for obj in self.checkpoint_objects.values():
-            for v in map(_as_tf_variable, variables_of(obj)):
+            for v in map(tf_variable, variables_of(obj)):
                 found.setdefault(id(v), v)
         return list(found.values())
 

@@ -48,7 +48,7 @@ from typing import Any
 
 import tensorflow as tf
 
-from trainstack.callbacks import get_logger_dir
+from trainstack.callbacks import get_logger_dir, tf_variable
 from trainstack.inputs import FeedInput, InputSource
 from trainstack.loop import Callback, MonitorBase, TrainLoop
 from trainstack.loop.checks import check_bool
@@ -230,7 +230,7 @@ class HorovodTrainer(AgreedInterrupt, SingleCostTrainer):
             found.setdefault(id(v), v)
         if self.optimizer is not None:
             for v in self.optimizer.variables:
-                v = _as_tf_variable(v)
+                v = tf_variable(v)
                 found.setdefault(id(v), v)
         return list(found.values())
 
@@ -296,13 +296,3 @@ def _pin_gpu(local_rank: int) -> None:
 def _logger_dir() -> str | None:
     directory = get_logger_dir()
     return None if directory is None else os.path.realpath(directory)
-
-
-def _as_tf_variable(v: Any) -> tf.Variable:
-    """The ``tf.Variable`` behind a Keras 3 variable (its ``.value``), or ``v`` itself."""
-    if isinstance(v, tf.Variable):
-        return v
-    value = getattr(v, "value", None)
-    if isinstance(value, tf.Variable):
-        return value
-    raise TypeError(f"cannot broadcast {v!r}: not a tf.Variable nor a Keras variable holding one")

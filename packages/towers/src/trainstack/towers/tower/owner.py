@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 import tensorflow as tf
 
-from trainstack.callbacks.variables import is_variable, variable_name
+from trainstack.callbacks.variables import is_variable, tf_variable, variable_name
 
 if TYPE_CHECKING:
     from .tower import TowerFunc
@@ -202,10 +202,8 @@ def _keep(value: Any) -> Any:
 
 
 def walk_variables(value: Any, out: dict[int, tf.Variable]) -> None:
-    if isinstance(value, tf.Variable):
-        out.setdefault(id(value), value)
-    elif isinstance(value, tf.keras.Variable):
-        out.setdefault(id(value.value), value.value)
+    if isinstance(value, (tf.Variable, tf.keras.Variable)):
+        out.setdefault(id(tf_variable(value)), tf_variable(value))
     elif isinstance(value, tf.keras.layers.Layer):
         for v in value.variables:
             walk_variables(v, out)
