@@ -141,3 +141,24 @@ def test_keras_layers_in_a_tower_follow_the_towers_training_phase():
         np.testing.assert_array_equal(explicit.numpy(), ones.numpy())
     assert seen["updates"] == []
     assert not hasattr(dropout, "updates")
+
+
+@pytest.mark.parametrize("visible, expected", [("", "SimpleTrainer"), ("0,1", "SyncMultiGPUTrainerParameterServer")])
+def test_keras_model_without_a_trainer_picks_tensorpacks_and_says_which(monkeypatch, caplog, visible, expected):
+    """No ``trainer=``: tensorpack's rule (SimpleTrainer up to one GPU, else the parameter-server trainer
+    over ``get_num_gpu()`` towers, ``CUDA_VISIBLE_DEVICES`` counted first), said in the log."""
+    import logging
+
+    import keras_cases
+    from trainstack.tensorpack import FeedInput
+    from trainstack.tensorpack.contrib.keras import KerasModel
+    from trainstack.tensorpack.dataflow import DataFromList
+
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", visible)
+    with caplog.at_level(logging.INFO, logger="trainstack.tensorpack"):
+        model = KerasModel(keras_cases.get_model, input_signature=keras_cases.INPUTS,
+                           target_signature=keras_cases.TARGETS,
+                           input=FeedInput(DataFromList(keras_cases.batches(2, 4), shuffle=False)))
+    assert type(model.trainer).__name__ == expected
+    assert getattr(model.trainer, "num_towers", 1) == (2 if visible else 1)
+    assert f"so {expected} (tensorpack's rule)" in caplog.text

@@ -35,6 +35,7 @@ a Keras optimizer.
 """
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -59,6 +60,8 @@ from .distributed_trainers import DistributedTrainerParameterServer, Distributed
 from .trainers import SimpleTrainer, SyncMultiGPUTrainerParameterServer
 
 __all__ = ["KerasModel", "setup_keras_trainer", "TOTAL_LOSS_NAME"]
+
+logger = logging.getLogger("trainstack.tensorpack")
 
 TOTAL_LOSS_NAME = "total_loss"
 #: tensorpack's ``regularize_cost_from_collection()`` name, for the model's regularization losses
@@ -214,6 +217,8 @@ class KerasModel:
         if trainer is None:
             gpus = get_num_gpu()
             trainer = SimpleTrainer() if gpus <= 1 else SyncMultiGPUTrainerParameterServer(gpus)
+            logger.info("KerasModel: no trainer given; %d GPU(s) counted by get_num_gpu(), so %s (tensorpack's "
+                        "rule). Pass trainer= to choose.", gpus, type(trainer).__name__)
         if not isinstance(trainer, CoreSingleCostTrainer):
             raise TypeError(f"KerasModel: trainer must be a SingleCostTrainer, got {trainer!r:.80}")
         if isinstance(trainer, (DistributedTrainerReplicated, DistributedTrainerParameterServer)):

@@ -165,7 +165,7 @@ def _merged(api: str, name: Any, collections: Any) -> bool:
         return True
     if str(name) not in _unwritten_logged:
         _unwritten_logged.add(str(name))
-        logger.info(NOT_IN_SUMMARIES, api, name, names, key)
+        logger.warning(NOT_IN_SUMMARIES, api, name, names, key)
     return False
 
 
