@@ -2,7 +2,7 @@
 tensorpack writes it, checked against the same updates written by hand (issue 23, point 10).
 
 The trainer is tensorpack 0.11's ``GANTrainer(input, model, num_gpu)``, the verbatim GAN.py ported
-(tf1_gan_cases.py; its towers read the QueueInput without GAN.py's ``StagingInput``, see there):
+(tf1_gan_cases.py; with several towers its input is GAN.py's ``StagingInput(QueueInput(...))``):
 with one tower it builds the graph under ``TowerContext('')`` and minimizes the model's losses;
 with several it builds the towers with ``DataParallelBuilder.call_for_each_tower``, averages their
 costs with ``tf.add_n(...) * (1.0 / num_gpu)`` and minimizes those. Both minimize g, then d under
@@ -55,6 +55,9 @@ def test_gan_trainer_makes_the_updates_written_by_hand(num_gpu, devices):
     assert deviation["max_abs"] < 1e-6, deviation
     assert deviation["moved"] > 1e-3  # the weights did train
     assert deviation["iterations"] == 2 * STEPS  # one shared optimizer: g_op then d_op each step
+    # GAN.py stages its input with several towers: the trainer reads the StagingInput (the outermost
+    # source whose callbacks it registered), each tower its own staged batch in the queue's order
+    assert deviation["input"] == ("StagingInput" if num_gpu > 1 else "QueueInput")
     if num_gpu > 1:
         assert deviation["tower_devices"] == ["/device:CPU:0"] * num_gpu
 
@@ -66,6 +69,7 @@ def test_the_towers_of_the_multi_gpu_trainer_run_on_their_devices(cpus):
     assert deviation["max_abs"] < 1e-6, deviation
     assert deviation["iterations"] == 2 * STEPS
     assert deviation["tower_devices"] == ["/device:CPU:0", "/device:CPU:1"]
+    assert deviation["input"] == "StagingInput"
 
 
 def test_default_devices_are_the_data_parallel_trainers_and_must_exist():

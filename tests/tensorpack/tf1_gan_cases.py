@@ -86,14 +86,8 @@ def _classes():
         """GAN.py's ``GANTrainer(input, model, num_gpu)``, its towers on ``devices`` (see
         :func:`_device_choice`)."""
         gan["LeastLoadedDeviceSetter"] = _device_choice(devices)
-        # with several towers GAN.py stages its input, StagingInput(input); trainstack's StagingInput
-        # gives the trainer its wrapped source's callbacks, so trainer.input is the QueueInput and the
-        # recorded towers restart the QueueInput's count only: its second tower is refused ("set up
-        # for 1 tower(s)"). Until the inputs layer fixes that, these towers read the QueueInput itself
-        gan["StagingInput"] = (lambda source: source) if num_gpu > 1 else STAGING_INPUT
         return gan["GANTrainer"](input, model, num_gpu)
 
-    STAGING_INPUT = gan["StagingInput"]
     return Model, GANTrainer
 
 
@@ -184,6 +178,7 @@ def compare_with_gradient_tape(worker_devices: list, num_gpu: int, steps: int, d
             "max_abs": max(float(np.max(np.abs(a - b))) for a, b in zip(trained, expected)),
             "moved": max(float(np.max(np.abs(a - b))) for a, b in zip(trained, start)),
             "iterations": int(model.get_optimizer().iterations.numpy()),
+            "input": type(trainer.input).__name__,
             "tower_devices": [d[0] if len(d) == 1 else d for d in tower_devices]}
 
 

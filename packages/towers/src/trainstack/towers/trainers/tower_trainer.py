@@ -145,9 +145,10 @@ class TowerTrainer(DeclaredCheckpoint, Trainer, metaclass=Constructed):
     def register_callback(self, cb: Callback | Sequence[Callback]) -> Any:
         """Add a callback, or a list of them (tensorpack's ``self.register_callback(
         input.setup(signature))``; the loop's ``register_callback`` calls this for each). The callbacks
-        of an InputSource also tell the trainer its input (``trainer.input``), when it has none yet."""
+        of an InputSource also tell the trainer its input (``trainer.input``) when it has none yet, or
+        when the source wraps it (a StagingInput's callbacks are its wrapped source's, then its own)."""
         source = getattr(cb, "source", None)
-        if isinstance(source, InputSource) and self._input is None:
+        if isinstance(source, InputSource) and (self._input is None or _wraps(source, self._input)):
             self._input = source
         return super().register_callback(cb)
 
@@ -246,3 +247,13 @@ class TowerTrainer(DeclaredCheckpoint, Trainer, metaclass=Constructed):
                 "input's size) makes an epoch %d passes over the data. For one pass per epoch, pass "
                 "steps_per_epoch=%d (to TrainConfig or train_with_defaults).",
                 type(self).__name__, k, steps_per_epoch, k, max(1, steps_per_epoch // k))
+
+
+def _wraps(outer: InputSource, inner: InputSource) -> bool:
+    """Whether ``inner`` is the source ``outer`` wraps, directly or through other wrappers."""
+    source = getattr(outer, "input", None)
+    while isinstance(source, InputSource):
+        if source is inner:
+            return True
+        source = getattr(source, "input", None)
+    return False
