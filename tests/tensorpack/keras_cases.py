@@ -86,3 +86,34 @@ def towers_case(devices, steps: int = 3, batch: int = 8) -> dict:
         out[name] = {"weights": weights(model),
                      "stats": {s: model.trainer.monitors.get_latest(s) for s in (*STATS, "categorical_accuracy")}}
     return out
+
+
+BN_MOMENTUM = 0.5
+
+
+def get_bn_model(x):
+    """A Keras model whose first layer is a BatchNormalization of the input itself."""
+    normalized = keras.layers.BatchNormalization(momentum=BN_MOMENTUM, name="bn")(x)
+    out = keras.layers.Dense(3, activation="softmax", kernel_initializer=keras.initializers.Constant(W2[:4]),
+                             name="out")(normalized)
+    return keras.Model(x, out)
+
+
+def bn_towers_case(devices, steps: int = 3, batch: int = 8) -> dict:
+    """A BatchNormalization model trained on 2 towers by both multi-GPU trainers: its moving mean, and
+    the moving means that the main tower's batches alone and every tower's batches would give."""
+    parts = batches(2 * steps, batch)
+    out = {}
+    for name, trainer in (("ps", SyncMultiGPUTrainerParameterServer(2)), ("replicated", SyncMultiGPUTrainerReplicated(2))):
+        model = KerasModel(get_bn_model, input_signature=INPUTS, target_signature=TARGETS,
+                           input=FeedInput(DataFromList(parts, shuffle=False)), trainer=trainer)
+        model.compile(optimizer=tfv1.train.GradientDescentOptimizer(0.1), loss="categorical_crossentropy")
+        model.fit(steps_per_epoch=steps, max_epoch=1, monitors=[])
+        out[name] = weights(model)["bn/moving_mean"]
+    main, every = np.zeros(4), np.zeros(4)
+    for s in range(steps):
+        main = BN_MOMENTUM * main + (1 - BN_MOMENTUM) * parts[2 * s][0].mean(0)
+        for k in range(2):
+            every = BN_MOMENTUM * every + (1 - BN_MOMENTUM) * parts[2 * s + k][0].mean(0)
+    out["main_tower_only"], out["every_tower"] = main, every
+    return out

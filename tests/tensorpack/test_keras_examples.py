@@ -111,6 +111,16 @@ def test_two_towers_train_as_one_tower_on_both_batches(cpus):
     assert moved > 1e-3, moved
 
 
+def test_batch_normalization_statistics_are_the_main_towers_as_in_tensorpack(cpus):
+    """tensorpack ran the main training tower's update ops only: with 2 towers the moving mean follows
+    tower 0's batches (the other tower's assignment is dropped), under both multi-GPU trainers."""
+    import keras_cases
+    out = cpus.run(keras_cases.bn_towers_case)
+    assert np.abs(out["main_tower_only"] - out["every_tower"]).max() > 0.05  # the two rules differ here
+    for name in ("ps", "replicated"):
+        np.testing.assert_allclose(out[name], out["main_tower_only"], rtol=1e-5, atol=1e-6, err_msg=name)
+
+
 def test_keras_layers_in_a_tower_follow_the_towers_training_phase():
     """Keras 3 has no learning phase: an outermost Keras call in a tower without ``training=`` gets the
     tower's ``is_training`` (what tensorpack's KerasPhaseCallback fed); an explicit one is kept;
@@ -150,6 +160,7 @@ def test_keras_model_without_a_trainer_picks_tensorpacks_and_says_which(monkeypa
     import logging
 
     import keras_cases
+
     from trainstack.tensorpack import FeedInput
     from trainstack.tensorpack.contrib.keras import KerasModel
     from trainstack.tensorpack.dataflow import DataFromList

@@ -35,6 +35,7 @@ a Keras optimizer.
 """
 from __future__ import annotations
 
+import contextlib
 import logging
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -99,8 +100,12 @@ class KerasModelCaller:
         if self.model is None:
             self.model = self._make()
         ctx = get_current_tower_context()
-        outputs = self.model(inputs[0] if len(inputs) == 1 else list(inputs),
-                             training=bool(ctx is not None and ctx.is_training))
+        training = bool(ctx is not None and ctx.is_training)
+        # tensorpack ran the main training tower's update ops only: the other training towers'
+        # assignments (BatchNormalization's moving statistics) are made in a scope that drops them
+        main = ctx is None or ctx.is_main_training_tower
+        with keras.StatelessScope() if training and not main else contextlib.nullcontext():
+            outputs = self.model(inputs[0] if len(inputs) == 1 else list(inputs), training=training)
         return list(outputs) if isinstance(outputs, (list, tuple)) else [outputs]
 
     def regularization_losses(self) -> list[tf.Tensor]:
