@@ -126,7 +126,23 @@ def test_tfevent_writer_queue_and_epoch_flush(linear_trainer, logger_dir, max_qu
 def test_tfevent_writer_split_files(linear_trainer, logger_dir):
     run(linear_trainer(), [PutLoss()], [TFEventWriter(split_files=True)])
     files = glob.glob(os.path.join(logger_dir, "events.out.tfevents.*"))
-    assert len(files) == EPOCHS + 1  # one per epoch, and the one opened after the last epoch
+    assert len(files) == EPOCHS  # one per epoch (each opened by the epoch's first write)
+    assert len(scalar_values(read_events(logger_dir), "loss")) == STEPS * EPOCHS
+
+
+def test_tfevent_writer_opens_its_file_at_the_first_write(linear_trainer, logger_dir):
+    """Nothing is opened before data is written (TensorFlow's first file writer costs start-up time):
+    no event file during the first epoch's steps, while the queue holds the scalars; one after it."""
+    class CountFiles(Callback):
+        def __init__(self):
+            self.during = []
+
+        def _trigger_step(self):
+            self.during.append(len(glob.glob(os.path.join(logger_dir, "events.out.tfevents.*"))))
+
+    counter = CountFiles()
+    run(linear_trainer(), [PutLoss(), counter], [TFEventWriter(max_queue=1000, flush_secs=1000)])
+    assert counter.during[:STEPS] == [0] * STEPS and counter.during[-1] == 1
     assert len(scalar_values(read_events(logger_dir), "loss")) == STEPS * EPOCHS
 
 

@@ -30,7 +30,9 @@ class TFEventWriter(MonitorBase):
     summary protos and written (one TensorFlow call per step in the queue)
     when the queue holds ``max_queue`` values, when ``flush_secs`` have
     passed since the last write, and at each epoch's end; the file is
-    closed after training. Putting a scalar is thus pure Python, not a
+    opened at the first write (TensorFlow's first file writer of a process
+    takes a noticeable part of a second, which would delay the first step)
+    and closed after training. Putting a scalar is thus pure Python, not a
     TensorFlow op. ``logdir`` defaults to the logger directory; when
     neither is set, the writer warns once and does nothing (as in
     tensorpack). With ``split_files``, each epoch goes to a new event file
@@ -50,7 +52,8 @@ class TFEventWriter(MonitorBase):
         self._max_queue = max_queue
         self._flush_secs = flush_secs
         self._split_files = split_files
-        self._writer: Any = None
+        self._writer: Any = None  # opened at the first write
+        self._ready = False  # set up, with a directory to write to
         self._enabled = True
         self._lock = WriterLock(type(self).__name__)
         # (global_step, value); the step is None for data put before our setup_graph
@@ -79,11 +82,11 @@ class TFEventWriter(MonitorBase):
             return
         if self.trainer.is_chief:  # else in before_train, should this process become the chief
             self._lock.take(self._logdir)
-        self._writer = self._storage(tf.summary.create_file_writer, self._logdir)
+        self._ready = True
         self._queue = [(self.global_step, value) for _, value in self._queue]
 
     def _before_train(self) -> None:
-        if self._writer is not None:
+        if self._ready:
             self._lock.take(str(self._logdir))
 
     def process_scalar(self, name: str, value: float | int) -> None:
@@ -107,21 +110,23 @@ class TFEventWriter(MonitorBase):
     def _put(self, values: Any) -> None:
         if not self._enabled:
             return
-        step = self.global_step if self._writer is not None else None
+        step = self.global_step if self._ready else None
         self._queue.extend((step, v) for v in values)
         if len(self._queue) >= self._max_queue or time.monotonic() - self._last_write > self._flush_secs:
             self._write()
 
     def _write(self) -> None:
         """Write the queue to the event file (and flush it: ``as_default`` does on exit)."""
-        if self._writer is None:
+        if not self._ready:
             return
         queue, self._queue = self._queue, []
         self._last_write = time.monotonic()
-        self._storage(self._write_queue, queue)
+        if queue:
+            self._storage(self._write_queue, queue)
 
     def _write_queue(self, queue: list) -> None:
-        assert self._writer is not None
+        if self._writer is None:
+            self._writer = tf.summary.create_file_writer(self._logdir)
         with self._writer.as_default():
             for step, values in itertools.groupby(queue, key=lambda item: item[0]):
                 summary = _Summary(value=[v for _, v in values])
@@ -135,22 +140,21 @@ class TFEventWriter(MonitorBase):
             raise StorageError(self.name, "TensorBoard events in", str(self._logdir), e, self._logdir) from e
 
     def _trigger_epoch(self) -> None:
-        if self._writer is None:
-            return
         self._write()
-        if self._split_files:
-            self._storage(self._writer.close)
-            self._writer = self._storage(tf.summary.create_file_writer, self._logdir)  # a new event file
+        if self._split_files and self._writer is not None:
+            writer, self._writer = self._writer, None  # the next write opens a new event file
+            self._storage(writer.close)
 
     def _after_train(self) -> None:
-        if self._writer is None:
+        if not self._ready:
             return
         try:
             self._write()
         finally:
-            writer, self._writer, self._enabled = self._writer, None, False
+            writer, self._writer, self._enabled, self._ready = self._writer, None, False, False
             try:
-                self._storage(writer.close)
+                if writer is not None:
+                    self._storage(writer.close)
             finally:
                 self._lock.give_back()
 
