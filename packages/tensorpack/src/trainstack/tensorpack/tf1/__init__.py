@@ -14,7 +14,8 @@ modules and the tests that prove them):
 - optimizers.py ``opt.minimize``, ``tf.control_dependencies`` between them
 - train_optimizers.py ``tf.compat.v1.train.AdamOptimizer`` & co.: Keras optimizers running TF1's rules
 - graph_collections.py ``tf.compat.v1.get_collection``, ``trainable_variables``, ``global_variables``
-- recording.py  custom trainers that build their graph in ``__init__`` (GAN trainers)
+- recording.py  custom trainers that build their graph in ``__init__`` (GAN trainers): their towers
+- recorded_ops.py  what such an ``__init__`` records besides: ``minimize``, ``tf.add_n``, the step
 - step_counter.py ``get_global_step_var``
 - regularize.py ``regularize_cost``, ``l2_regularizer``, ``l1_regularizer``
 - aliases.py    ``get_num_gpu``, ``KerasPhaseCallback``
@@ -68,7 +69,8 @@ from .layers import (
 )
 from .legacy import AutoResumeTrainConfig, TrainConfig, legacy_get_predictor
 from .model_desc import ModelDesc, ModelDescBase
-from .recording import GraphBuildError, GraphOp, minimize
+from .recorded_ops import GraphOp, minimize
+from .recording import GraphBuildError
 from .regularize import l1_regularizer, l2_regularizer, regularize_cost
 from .room import emulation
 from .step_counter import get_global_step_var, last_trainer

@@ -32,7 +32,7 @@ import tensorflow as tf
 from trainstack.callbacks import is_variable
 from trainstack.towers.tower.gradproc import ProcessedOptimizer
 
-from .recording import control_dependencies, minimize
+from .recorded_ops import control_dependencies, minimize
 from .switch import Frame, Patch, TF1CallError
 
 __all__ = ["PATCHES"]

@@ -10,14 +10,14 @@ from __future__ import annotations
 from contextlib import AbstractContextManager as ContextManager
 from typing import Any
 
-from . import aliases, graph_collections, keras_phase, optimizers, recording, summaries, variables
+from . import aliases, graph_collections, keras_phase, optimizers, recorded_ops, summaries, variables
 from .switch import Frame, engaged
 
 __all__ = ["emulation", "PATCHES"]
 
 #: every replacement the room makes in TensorFlow and Keras
 PATCHES = [*variables.PATCHES, *summaries.PATCHES, *optimizers.PATCHES, *graph_collections.PATCHES,
-           *aliases.PATCHES, *recording.PATCHES, *keras_phase.PATCHES]
+           *aliases.PATCHES, *recorded_ops.PATCHES, *keras_phase.PATCHES]
 
 
 def emulation(tower: Any = None, tower_func: Any = None) -> ContextManager[Frame]:
