@@ -20,7 +20,9 @@ modules and the tests that prove them):
 - aliases.py    ``get_num_gpu``, ``KerasPhaseCallback``
 - keras_phase.py Keras's learning phase in a tower (``training=`` from the tower), ``layer.updates``
 - keras_trainer.py ``KerasModel``, ``setup_keras_trainer`` (tensorpack's ``contrib.keras``)
-- compat_v1.py  ``tfv1``: ``tf.compat.v1`` with TF1's ``tf.layers`` (``layers/tf_layers.py``) and ``contrib.rnn``
+- compat_v1.py  ``tfv1``: ``tf.compat.v1`` with TF1's ``tf.layers`` (``layers/tf_layers.py``), ``contrib`` and ``train``
+- contrib.py    ``tfv1.contrib``: ``rnn``, ``layers``, ``slim`` (what the port command imports for ``tensorflow.contrib``)
+- contrib_layers.py ``tf.contrib.layers`` / ``slim.layers``: ``conv2d``, ``fully_connected``, pools, initializers
 - rnn_cells.py  ``tfv1.contrib.rnn``: TF1's LSTM cells and ``static_rnn``
 - input_producers.py ``tfv1.train.range_input_producer`` in an InputSource's tensors
 - data_parallel.py ``DataParallelBuilder.call_for_each_tower`` (towers under this layer's TowerContext)
