@@ -193,3 +193,30 @@ def write_bsds500(root: str, n: int = 4) -> None:
                 struct[0, 0] = (regions, boundaries)
                 annotators[0, a] = struct
             scipy.io.savemat(os.path.join(data, "groundTruth", split, f"{name}.mat"), {"groundTruth": annotators})
+
+
+def write_ptb(root: str, train_steps: int = 30, other_steps: int = 2, vocab: int = 50) -> int:
+    """``root/ptb_data/ptb.{train,valid,test}.txt`` as Mikolov's PTB files: lines of space-separated
+    words, a space at each end, ``<unk>`` among the words. The words follow a chain a language model
+    learns: with probability 0.3 the fixed successor of the word before, else a draw from Zipf's law
+    (exponent 2: frequent words, which a model learns first).
+    Sized for PTB-LSTM.py's batches of 20 x 35 words: ``train_steps`` batches in ptb.train.txt,
+    ``other_steps`` in the others. Returns the vocabulary the script builds (``vocab`` words and ``<eos>``)."""
+    folder = os.path.join(root, "ptb_data")
+    os.makedirs(folder, exist_ok=True)
+    words = [f"w{i}" for i in range(vocab - 1)] + ["<unk>"]
+    zipf = 1.0 / np.arange(1, vocab + 1) ** 2.0
+    zipf /= zipf.sum()
+    successor = np.random.RandomState(0).permutation(vocab)
+    for seed, (name, steps) in enumerate((("train", train_steps), ("valid", other_steps), ("test", other_steps))):
+        rng = np.random.RandomState(60 + seed)
+        w, line, lines = 0, [], []
+        for _ in range(20 * 35 * steps + 40):
+            w = successor[w] if rng.rand() < 0.3 else rng.choice(vocab, p=zipf)
+            line.append(words[w])
+            if len(line) == 12:
+                lines.append(f" {' '.join(line)} \n")
+                line = []
+        with open(os.path.join(folder, f"ptb.{name}.txt"), "w") as f:
+            f.write("".join(lines))
+    return vocab + 1
