@@ -16,7 +16,6 @@ from collections.abc import Iterator, Mapping
 import tensorflow as tf
 
 from trainstack import inputs
-
 from trainstack.tensorpack.tf1 import producing_for
 
 from .._replaced import stand_in_names, unprovided

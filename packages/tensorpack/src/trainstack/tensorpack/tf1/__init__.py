@@ -37,8 +37,8 @@ from .aliases import KerasPhaseCallback, get_num_gpu
 from .compat_v1 import tfv1
 from .data_parallel import DataParallelBuilder
 from .distributed_trainers import DistributedTrainerParameterServer, DistributedTrainerReplicated, HorovodTrainer
-from .input_producers import producing_for
 from .feedfree import FeedfreeTrainerBase, SimpleFeedfreeTrainer, SingleCostFeedfreeTrainer
+from .input_producers import producing_for
 from .keras_trainer import KerasModel, setup_keras_trainer
 from .layers import (
                      AvgPooling,

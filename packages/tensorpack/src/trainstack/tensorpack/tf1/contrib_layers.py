@@ -41,6 +41,8 @@ __all__ = ["conv2d", "fully_connected", "max_pool2d", "avg_pool2d", "flatten", "
            "xavier_initializer_conv2d", "variance_scaling_initializer", "l1_regularizer", "l2_regularizer"]
 
 _LAYERS = "tf.contrib.layers"
+#: TF1's default ``biases_initializer`` (``None`` there means: no biases)
+_ZEROS = tf.compat.v1.zeros_initializer()
 
 
 def refuse_name(namespace: str, name: str) -> TF1CallError:
@@ -133,7 +135,7 @@ def conv2d(inputs: tf.Tensor, num_outputs: int, kernel_size: Any, stride: Any = 
            data_format: Any = None, rate: Any = 1, activation_fn: Callable | None = tf.nn.relu,
            normalizer_fn: Callable | None = None, normalizer_params: dict | None = None,
            weights_initializer: Any = None, weights_regularizer: Any = None,
-           biases_initializer: Any = tf.compat.v1.zeros_initializer(), biases_regularizer: Any = None,
+           biases_initializer: Any = _ZEROS, biases_regularizer: Any = None,
            reuse: Any = None, variables_collections: Any = None, outputs_collections: Any = None,
            trainable: bool = True, scope: Any = None) -> tf.Tensor:
     """TF1's ``tf.contrib.layers.conv2d`` (``slim.conv2d``), 2D inputs only (see the module docstring)."""
@@ -161,7 +163,7 @@ def conv2d(inputs: tf.Tensor, num_outputs: int, kernel_size: Any, stride: Any = 
 def fully_connected(inputs: tf.Tensor, num_outputs: int, activation_fn: Callable | None = tf.nn.relu,
                     normalizer_fn: Callable | None = None, normalizer_params: dict | None = None,
                     weights_initializer: Any = None, weights_regularizer: Any = None,
-                    biases_initializer: Any = tf.compat.v1.zeros_initializer(), biases_regularizer: Any = None,
+                    biases_initializer: Any = _ZEROS, biases_regularizer: Any = None,
                     reuse: Any = None, variables_collections: Any = None, outputs_collections: Any = None,
                     trainable: bool = True, scope: Any = None) -> tf.Tensor:
     """TF1's ``tf.contrib.layers.fully_connected`` (``slim.fully_connected``; see the module docstring)."""
