@@ -193,11 +193,11 @@ def test_mnist_embeddings_siamese_and_cosine_losses_fall(tmp_path):
     assert assert_import_lines_only(*(p.read_bytes() for p in (EXAMPLES / "SimilarityLearning" / "embedding_data.py",
                                                                out / "SimilarityLearning" / "embedding_data.py"))) == 1
     rows = {}
-    for algorithm in ("siamese", "cosine"):
-        run([RUNNER, "--max-epoch", 2, "--steps-per-epoch", 60, script, "--algorithm", algorithm], tmp_path, data)
+    for algorithm, steps in (("siamese", 60), ("cosine", 100)):
+        run([RUNNER, "--max-epoch", 2, "--steps-per-epoch", steps, script, "--algorithm", algorithm], tmp_path, data)
         logdir = tmp_path / "train_log" / f"mnist-embeddings:{algorithm}"
-        rows[algorithm] = stats(logdir, 2, 60)
-        first, last = checkpoint(logdir / "model-60"), checkpoint(logdir / "model-120")
+        rows[algorithm] = stats(logdir, 2, steps)
+        first, last = checkpoint(logdir / f"model-{steps}"), checkpoint(logdir / f"model-{2 * steps}")
         assert sorted(last) == ["conv1/biases", "conv1/weights", "conv2/biases", "conv2/weights", "fully_connected4/biases",
                                 "fully_connected4/weights", "fully_connected5/biases", "fully_connected5/weights"]
         assert last["conv2/weights"].shape == (5, 5, 20, 50) and last["fully_connected5/weights"].shape == (500, 2)
@@ -213,7 +213,8 @@ def test_mnist_embeddings_siamese_and_cosine_losses_fall(tmp_path):
     # pairs), more than 120 steps at lr 1e-4 lower it (measured 6.08 -> 5.98, 5.98 -> 6.18)
     gap = [r["loss/neg-dist"] - r["loss/pos-dist"] for r in siamese]   # measured 0.038 -> 0.055, 0.07 -> 0.17
     assert gap[-1] > gap[0] > 0, siamese
-    # cosine loss mean((y - cos)^2) / 2, y = +-1 half and half: 0.5 for any constant cosine; measured 0.38 -> 0.34
+    # cosine loss mean((y - cos)^2) / 2, y = +-1 half and half: 0.5 for any constant cosine; after 200 steps
+    # measured 0.38 -> 0.34 (after 120: 0.50 -> 0.41)
     assert cosine[-1]["cost"] < 0.45 and cosine[-1]["cost"] < cosine[0]["cost"], cosine
 
 
