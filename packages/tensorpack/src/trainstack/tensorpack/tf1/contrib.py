@@ -29,7 +29,7 @@ class _Namespace(types.ModuleType):
         self._refuse = refuse
 
     def __getattr__(self, name: str) -> Any:
-        if name.startswith("__"):
+        if name.startswith("_"):
             raise AttributeError(name)
         raise self._refuse(self.__name__, name)
 
@@ -53,7 +53,7 @@ slim = _Namespace("tf.contrib.slim", {"layers": layers, **{n: getattr(contrib_la
 
 
 def __getattr__(name: str) -> Any:
-    if name.startswith("__"):
+    if name.startswith("_"):
         raise AttributeError(name)
     raise TF1CallError(f"tf.contrib.{name}: TensorFlow 2 has no tf.contrib, and trainstack's tfv1.contrib has "
                        f"{', '.join(__all__)} only; use TensorFlow 2's or Keras 3's equivalent")

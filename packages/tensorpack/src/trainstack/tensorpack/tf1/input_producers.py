@@ -57,6 +57,8 @@ class _RangeQueue:
             return tf.cast((n - 1) % tf.cast(self._limit, tf.int64), tf.int32)
 
     def __getattr__(self, name: str) -> Any:
+        if name.startswith("_"):
+            raise AttributeError(name)
         raise TF1CallError(f"range_input_producer(...).{name}: trainstack's producer has dequeue() only; "
                            + _REPLACEMENT)
 
