@@ -160,3 +160,63 @@ def blob_proto(array: np.ndarray) -> bytes:
     head = b"".join(varint(field << 3) + varint(v) for field, v in zip((1, 2, 3, 4), (1, *array.shape)))
     data = array.astype("<f4").tobytes()
     return head + varint(5 << 3 | 2) + varint(len(data)) + data
+
+
+def write_bsds500(root: str, n: int = 4) -> None:
+    """``root/bsds500_data/BSR/BSDS500/data/``: ``images/<split>/<id>.jpg`` (481x321 JPEGs, one in two
+    portrait as in the original) and ``groundTruth/<split>/<id>.mat``, each a 1 x 2 cell array of two
+    annotators' structs with ``Segmentation`` (uint16 regions) and ``Boundaries`` (uint8 0/1 edges),
+    as the originals. An image is a few discs of random grey levels on a smooth ramp; its edges are
+    the discs' outlines."""
+    import cv2
+    import scipy.io
+    data = os.path.join(root, "bsds500_data", "BSR", "BSDS500", "data")
+    rng = np.random.RandomState(50)
+    for split in ("train", "val", "test"):
+        os.makedirs(os.path.join(data, "images", split), exist_ok=True)
+        os.makedirs(os.path.join(data, "groundTruth", split), exist_ok=True)
+        for i in range(n):
+            h, w = (481, 321) if i % 2 else (321, 481)
+            ramp = np.linspace(40, 200, w)[None, :] * np.ones((h, 1))
+            regions = np.ones((h, w), np.uint16)
+            for k in range(3):
+                centre = (int(rng.randint(w // 4, 3 * w // 4)), int(rng.randint(h // 4, 3 * h // 4)))
+                cv2.circle(regions, centre, int(rng.randint(30, 90)), k + 2, -1)
+            grey = np.where(regions > 1, rng.uniform(0, 255, size=5)[regions], ramp)
+            image = np.repeat(np.clip(grey, 0, 255).astype(np.uint8)[..., None], 3, axis=2)
+            name = f"{100007 + 17 * i}"
+            cv2.imwrite(os.path.join(data, "images", split, f"{name}.jpg"), image)
+            boundaries = (cv2.Laplacian(regions.astype(np.float32), cv2.CV_32F) != 0).astype(np.uint8)
+            annotators = np.empty((1, 2), dtype=object)
+            for a in range(2):
+                struct = np.empty((1, 1), dtype=[("Segmentation", object), ("Boundaries", object)])
+                struct[0, 0] = (regions, boundaries)
+                annotators[0, a] = struct
+            scipy.io.savemat(os.path.join(data, "groundTruth", split, f"{name}.mat"), {"groundTruth": annotators})
+
+
+def write_ptb(root: str, train_steps: int = 30, other_steps: int = 2, vocab: int = 50) -> int:
+    """``root/ptb_data/ptb.{train,valid,test}.txt`` as Mikolov's PTB files: lines of space-separated
+    words, a space at each end, ``<unk>`` among the words. The words follow a chain a language model
+    learns: with probability 0.3 the fixed successor of the word before, else a draw from Zipf's law
+    (exponent 2: frequent words, which a model learns first).
+    Sized for PTB-LSTM.py's batches of 20 x 35 words: ``train_steps`` batches in ptb.train.txt,
+    ``other_steps`` in the others. Returns the vocabulary the script builds (``vocab`` words and ``<eos>``)."""
+    folder = os.path.join(root, "ptb_data")
+    os.makedirs(folder, exist_ok=True)
+    words = [f"w{i}" for i in range(vocab - 1)] + ["<unk>"]
+    zipf = 1.0 / np.arange(1, vocab + 1) ** 2.0
+    zipf /= zipf.sum()
+    successor = np.random.RandomState(0).permutation(vocab)
+    for seed, (name, steps) in enumerate((("train", train_steps), ("valid", other_steps), ("test", other_steps))):
+        rng = np.random.RandomState(60 + seed)
+        w, line, lines = 0, [], []
+        for _ in range(20 * 35 * steps + 40):
+            w = successor[w] if rng.rand() < 0.3 else rng.choice(vocab, p=zipf)
+            line.append(words[w])
+            if len(line) == 12:
+                lines.append(f" {' '.join(line)} \n")
+                line = []
+        with open(os.path.join(folder, f"ptb.{name}.txt"), "w") as f:
+            f.write("".join(lines))
+    return vocab + 1

@@ -290,7 +290,7 @@ def test_tensorflow_import_forms_in_a_tensorpack_script():
         from trainstack.tensorpack import tfv1 as tf1
         from trainstack.tensorpack import tfv1 as v1
         from tensorflow import keras
-        import tensorflow.contrib.slim as slim
+        from trainstack.tensorpack.tf1.contrib import slim
         import numpy as np, tensorflow as tf2
         import tensorflow.compat.v1
         from trainstack.tensorpack import *
@@ -305,8 +305,8 @@ def test_tensorflow_import_forms_in_a_tensorpack_script():
         f"s.py:4: from tensorflow.compat import v1 -> {why}",
         "s.py:5: from tensorflow import keras: left as it is, TensorFlow 2's (for TF1's, take the name from "
         "trainstack.tensorpack's tfv1)",
-        "s.py:6: import tensorflow.contrib.slim as slim: left as it is: tensorflow.contrib is not part of "
-        "TensorFlow 2 (no replacement in tfv1)",
+        "s.py:6: import tensorflow.contrib.slim as slim -> from trainstack.tensorpack.tf1.contrib import slim: "
+        "tfv1.contrib, TF1's slim, layers, rnn (tensorflow.contrib is not part of TensorFlow 2)",
         "s.py:7: import numpy as np, tensorflow as tf2: left as it is (it imports other modules too): give "
         "TensorFlow an import statement of its own and port again, to make it tfv1 (tensorpack's scripts used "
         "TensorFlow 1)",
@@ -317,6 +317,43 @@ def test_tensorflow_import_forms_in_a_tensorpack_script():
     exec("".join(new.splitlines(keepends=True)[:4]), namespace)
     from trainstack.tensorpack import tfv1
     assert namespace["tf"] is namespace["tensorflow"] is namespace["tf1"] is namespace["v1"] is tfv1
+
+
+def test_tensorflow_contrib_imports_become_tfv1_contribs():
+    """``tensorflow.contrib``'s ``slim``, ``layers`` and ``rnn`` are imported from the TF1 room's
+    ``tfv1.contrib`` (``trainstack.tensorpack.tf1.contrib``), each form with its names; other parts of
+    contrib, and a statement over several lines, are left with a report line saying why."""
+    source = textwrap.dedent("""\
+        import tensorflow.contrib.slim as slim
+        from tensorflow.contrib import slim
+        from tensorflow.contrib import layers as L, rnn
+        import tensorflow.contrib.rnn as rnn
+        from tensorflow.contrib.slim.nets import resnet_v1
+        import tensorflow.contrib.eager as tfe
+        from tensorflow.contrib import (slim,
+                                        layers)
+        from tensorpack import *
+        """)
+    new, notes = port_source(source, "s.py")
+    module = "from trainstack.tensorpack.tf1.contrib import"
+    assert new.splitlines()[:4] == [f"{module} slim", f"{module} slim", f"{module} layers as L, rnn", f"{module} rnn"]
+    assert new.splitlines()[4:] == source.splitlines()[4:8] + ["from trainstack.tensorpack import *"]
+    why = "tfv1.contrib, TF1's slim, layers, rnn (tensorflow.contrib is not part of TensorFlow 2)"
+    left = ": left as it is: tensorflow.contrib is not part of TensorFlow 2 (tfv1.contrib has slim, layers, rnn only)"
+    assert notes == [
+        f"s.py:1: import tensorflow.contrib.slim as slim -> {module} slim: {why}",
+        f"s.py:2: from tensorflow.contrib import slim -> {module} slim: {why}",
+        f"s.py:3: from tensorflow.contrib import layers as L, rnn -> {module} layers as L, rnn: {why}",
+        f"s.py:4: import tensorflow.contrib.rnn as rnn -> {module} rnn: {why}",
+        "s.py:5: from tensorflow.contrib.slim.nets import resnet_v1" + left,
+        "s.py:6: import tensorflow.contrib.eager as tfe" + left,
+        "s.py:7: from tensorflow.contrib import slim, layers: left as it is (it spans lines): put it on one line "
+        "and port again, to import it from trainstack.tensorpack.tf1.contrib"]
+    namespace: dict = {}
+    exec("\n".join(new.splitlines()[:4]), namespace)
+    from trainstack.tensorpack import tfv1
+    assert namespace["slim"] is tfv1.contrib.slim and namespace["L"] is tfv1.contrib.layers
+    assert namespace["rnn"] is tfv1.contrib.rnn and namespace["slim"].layers.conv2d is tfv1.contrib.layers.conv2d
 
 
 def test_keep_tensorflow_and_files_without_tensorpack_keep_their_tensorflow_imports(tmp_path, capsys):

@@ -142,7 +142,10 @@ def test_what_tf_layers_cannot_do_is_an_error_naming_the_replacement():
 
 
 def test_tfv1_is_tf_compat_v1_read_at_each_access_with_tf1s_layers():
-    assert tfv1.train is tf.compat.v1.train and tfv1.TensorSpec is tf.TensorSpec
+    assert tfv1.TensorSpec is tf.TensorSpec
+    # tfv1.train: tf.compat.v1.train's names, read at each access, but TF1's range_input_producer
+    assert tfv1.train.AdamOptimizer is tf.compat.v1.train.AdamOptimizer and "Saver" in dir(tfv1.train)
+    assert tfv1.train.range_input_producer is not tf.compat.v1.train.range_input_producer
     assert tfv1.get_variable is tf.compat.v1.get_variable      # TensorFlow's own outside a tower
     assert "layers" in dir(tfv1) and "placeholder_with_default" in dir(tfv1)
 

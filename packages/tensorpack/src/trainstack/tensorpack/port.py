@@ -19,8 +19,10 @@ In a tensorpack script (a file that imports tensorpack, or a module of its own t
 imports from its directory, ported in the same command), ``import tensorflow as tf`` means
 TensorFlow 1: tensorpack ran these scripts on TF1. The statement becomes ``from trainstack.tensorpack
 import tfv1 as tf`` (still an import line), as do ``import tensorflow.compat.v1 as tf``, ``from
-tensorflow.compat import v1 as tf`` and ``import tensorflow`` (``... tfv1 as tensorflow``). Other
-TensorFlow imports (``from tensorflow import keras``, ``import tensorflow.contrib.slim as slim``, a
+tensorflow.compat import v1 as tf`` and ``import tensorflow`` (``... tfv1 as tensorflow``);
+``import tensorflow.contrib.slim as slim`` and ``from tensorflow.contrib import slim`` (or ``layers``,
+``rnn``) become ``from trainstack.tensorpack.tf1.contrib import slim`` (tfv1's contrib). Other
+TensorFlow imports (``from tensorflow import keras``, ``import tensorflow.contrib.slim.nets``, a
 statement importing other modules too) are left as they are, with a line in the report.
 ``--keep-tensorflow`` leaves every TensorFlow import alone. A file that imports no tensorpack and
 is no such module is not touched.
@@ -41,6 +43,9 @@ __all__ = ["PortError", "Ported", "port_source", "imports_tensorpack", "imports_
 
 _PREFIX = "trainstack."
 _TFV1 = "from trainstack.tensorpack import tfv1 as "
+#: the parts of tensorflow.contrib that the TF1 room gives (tfv1.contrib), and the module that has them
+_CONTRIB = ("slim", "layers", "rnn")
+_CONTRIB_MODULE = "trainstack.tensorpack.tf1.contrib"
 #: the report's reason for each rewritten form
 _TF1_REASON = "tensorpack's scripts used TensorFlow 1"
 _ROOT = Path(__file__).resolve().parent
@@ -158,7 +163,17 @@ def _tensorflow_edits(tree: ast.AST, lines: list[str], filename: str,
             continue
         stmt = ast.unparse(node)
         where = f"{filename}:{node.lineno}: {stmt}"
-        if tfv1_form and node.lineno == node.end_lineno:
+        contrib = _contrib_form(node)
+        if contrib and node.lineno == node.end_lineno:
+            line = lines[node.lineno - 1]
+            edits.append((node.lineno, _char_col(line, node.col_offset), contrib,
+                          _char_col(line, node.end_col_offset or 0)))
+            notes.append(f"{where} -> {contrib}: tfv1.contrib, TF1's {', '.join(_CONTRIB)} (tensorflow.contrib is "
+                         "not part of TensorFlow 2)")
+        elif contrib:
+            notes.append(f"{where}: left as it is (it spans lines): put it on one line and port again, to import "
+                         f"it from {_CONTRIB_MODULE}")
+        elif tfv1_form and node.lineno == node.end_lineno:
             line = lines[node.lineno - 1]
             edits.append((node.lineno, _char_col(line, node.col_offset), _TFV1 + name,
                           _char_col(line, node.end_col_offset or 0)))
@@ -170,12 +185,30 @@ def _tensorflow_edits(tree: ast.AST, lines: list[str], filename: str,
             notes.append(f"{where}: left as it is (it imports other modules too): give TensorFlow an import "
                          f"statement of its own and port again, to make it tfv1 ({why})")
         elif (form.name if isinstance(node, ast.Import) else f"{node.module}.{form.name}").split(".")[1] == "contrib":
-            notes.append(f"{where}: left as it is: tensorflow.contrib is not part of TensorFlow 2 (no "
-                         f"replacement in tfv1)")
+            notes.append(f"{where}: left as it is: tensorflow.contrib is not part of TensorFlow 2 (tfv1.contrib "
+                         f"has {', '.join(_CONTRIB)} only)")
         else:
             notes.append(f"{where}: left as it is, TensorFlow 2's (for TF1's, take the name from "
                          f"trainstack.tensorpack's tfv1)")
     return edits, notes
+
+
+def _contrib_form(node: ast.Import | ast.ImportFrom) -> str | None:
+    """The import of ``_CONTRIB_MODULE`` replacing ``import tensorflow.contrib.slim as slim`` or
+    ``from tensorflow.contrib import slim[, layers]`` (each name one of ``_CONTRIB``), else None."""
+    if isinstance(node, ast.Import):
+        if len(node.names) != 1 or not node.names[0].asname:
+            return None
+        parts = node.names[0].name.split(".")
+        if len(parts) != 3 or parts[1] != "contrib" or parts[2] not in _CONTRIB:
+            return None
+        names = [ast.alias(parts[2], node.names[0].asname)]
+    elif node.module == "tensorflow.contrib" and all(a.name in _CONTRIB for a in node.names):
+        names = node.names
+    else:
+        return None
+    return f"from {_CONTRIB_MODULE} import " + ", ".join(
+        a.name if a.asname in (None, a.name) else f"{a.name} as {a.asname}" for a in names)
 
 
 def port_source(text: str, filename: str = "<script>", *, tensorflow: bool = True,

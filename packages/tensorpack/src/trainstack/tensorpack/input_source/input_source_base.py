@@ -16,6 +16,7 @@ from collections.abc import Iterator, Mapping
 import tensorflow as tf
 
 from trainstack import inputs
+from trainstack.tensorpack.tf1 import producing_for
 
 from .._replaced import stand_in_names, unprovided
 
@@ -38,7 +39,8 @@ class InputSource(inputs.InputSource):
                         f"{self.name} was set up for {self.num_towers} tower(s) but get_input_tensors() was "
                         f"called {count + 1} times in one trace; pass num_towers= to setup()")
                 self.__dict__["_next_tower"] = count + 1
-        return super().get_input_tensors(tower_index)
+        with producing_for(self, tower_index):   # TF1's range_input_producer keeps its counter per source
+            return super().get_input_tensors(tower_index)
 
     @contextlib.contextmanager
     def tracing(self, feeds: Mapping[str, tf.Tensor] | None = None) -> Iterator[None]:

@@ -21,8 +21,11 @@ modules and the tests that prove them):
 - aliases.py    ``get_num_gpu``, ``KerasPhaseCallback``
 - keras_phase.py Keras's learning phase in a tower (``training=`` from the tower), ``layer.updates``
 - keras_trainer.py ``KerasModel``, ``setup_keras_trainer`` (tensorpack's ``contrib.keras``)
-- compat_v1.py  ``tfv1``: ``tf.compat.v1`` with TF1's ``tf.layers`` (``layers/tf_layers.py``) and ``contrib.rnn``
+- compat_v1.py  ``tfv1``: ``tf.compat.v1`` with TF1's ``tf.layers`` (``layers/tf_layers.py``), ``contrib`` and ``train``
+- contrib.py    ``tfv1.contrib``: ``rnn``, ``layers``, ``slim`` (what the port command imports for ``tensorflow.contrib``)
+- contrib_layers.py ``tf.contrib.layers`` / ``slim.layers``: ``conv2d``, ``fully_connected``, pools, initializers
 - rnn_cells.py  ``tfv1.contrib.rnn``: TF1's LSTM cells and ``static_rnn``
+- input_producers.py ``tfv1.train.range_input_producer`` in an InputSource's tensors
 - data_parallel.py ``DataParallelBuilder.call_for_each_tower`` (towers under this layer's TowerContext)
 - variable_scopes.py ``auto_reuse_variable_scope``, ``under_variable_scope``
 - legacy/       the older trainer API (tensorpack's 003 documents), tensorpack's ``TrainConfig``
@@ -36,6 +39,7 @@ from .compat_v1 import tfv1
 from .data_parallel import DataParallelBuilder
 from .distributed_trainers import DistributedTrainerParameterServer, DistributedTrainerReplicated, HorovodTrainer
 from .feedfree import FeedfreeTrainerBase, SimpleFeedfreeTrainer, SingleCostFeedfreeTrainer
+from .input_producers import producing_for
 from .keras_trainer import KerasModel, setup_keras_trainer
 from .layers import (
                      AvgPooling,
@@ -102,7 +106,7 @@ __all__ = [
     "HorovodTrainer", "DistributedTrainerReplicated", "DistributedTrainerParameterServer", "minimize", "GraphOp", "GraphBuildError",
     "add_param_summary", "regularize_cost", "l2_regularizer", "l1_regularizer", "get_global_step_var", "last_trainer",
     "tfv1", "get_num_gpu", "KerasPhaseCallback", "KerasModel", "setup_keras_trainer", "DataParallelBuilder",
-    "auto_reuse_variable_scope", "under_variable_scope",
+    "auto_reuse_variable_scope", "under_variable_scope", "producing_for",
     "FeedfreeTrainerBase", "SingleCostFeedfreeTrainer", "SimpleFeedfreeTrainer", "legacy_get_predictor",
     "TrainConfig", "AutoResumeTrainConfig",
     # tensorpack.models' layer functions and tfutils' argscope / varreplace (layers/)

@@ -23,7 +23,6 @@ What TF1 had beyond this (peepholes, ``cell_clip``, projections, ``sequence_leng
 from __future__ import annotations
 
 import collections
-import types
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -31,8 +30,7 @@ import tensorflow as tf
 
 from .switch import TF1CallError
 
-__all__ = ["LSTMStateTuple", "BasicLSTMCell", "LSTMBlockCell", "MultiRNNCell", "DropoutWrapper", "static_rnn",
-           "contrib"]
+__all__ = ["LSTMStateTuple", "BasicLSTMCell", "LSTMBlockCell", "MultiRNNCell", "DropoutWrapper", "static_rnn"]
 
 
 class LSTMStateTuple(collections.namedtuple("LSTMStateTuple", ("c", "h"))):
@@ -199,8 +197,3 @@ def static_rnn(cell: Any, inputs: Sequence[tf.Tensor], initial_state: Any = None
             outputs.append(output)
     return outputs, state
 
-
-#: ``tfv1.contrib``: ``contrib.rnn`` with these names
-contrib = types.SimpleNamespace(rnn=types.SimpleNamespace(
-    LSTMStateTuple=LSTMStateTuple, BasicLSTMCell=BasicLSTMCell, LSTMBlockCell=LSTMBlockCell,
-    MultiRNNCell=MultiRNNCell, DropoutWrapper=DropoutWrapper, static_rnn=static_rnn))
