@@ -78,7 +78,7 @@ import contextlib
 import logging
 import threading
 from collections.abc import Iterator, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import tensorflow as tf
 from tensorflow.python.eager import context as _eager_context
@@ -86,9 +86,6 @@ from tensorflow.python.framework import func_graph as _func_graph
 
 from trainstack.callbacks import SummaryCollection, summary_collection_scope
 from trainstack.towers import TowerContext, TowerFunc
-
-if TYPE_CHECKING:
-    from .recorded_ops import GraphOp
 
 __all__ = ["GraphBuildError", "GraphRecorder", "constructing", "constructing_trainer", "built_tower_funcs",
            "eager_tower"]
@@ -267,9 +264,10 @@ class GraphRecorder:
     def __init__(self, trainer: Any) -> None:
         self.trainer = trainer
         self.towers: list[_TowerRecord] = []
-        self.ops: list[GraphOp] = []
+        #: the optimizations ``minimize`` recorded (recorded_ops.GraphOp, which imports this module)
+        self.ops: list[Any] = []
         #: the GraphOps of the ``tf.control_dependencies`` blocks open now, outermost first
-        self.dependency_scopes: list[list[GraphOp]] = []
+        self.dependency_scopes: list[list[Any]] = []
 
     def enter_tower(self, ctx: TowerContext) -> _Recording:
         return _Recording(self, ctx)
