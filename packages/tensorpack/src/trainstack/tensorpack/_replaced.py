@@ -47,10 +47,6 @@ REPLACED: dict[str, str] = {
         "whose process_scalar logs to your comet_ml.Experiment",
     "tensorpack.callbacks.prof.GPUMemoryTracker": "replaced by PeakMemoryTracker",
     "tensorpack.callbacks.prof.HostMemoryTracker": "replaced by PeakMemoryTracker",
-    "tensorpack.dataflow.dataset.caltech101.Caltech101Silhouettes":
-        "not provided: read them with a DataFlow of your own",
-    "tensorpack.dataflow.dataset.ilsvrc.TinyImageNet": "not provided: read them with a DataFlow of your own",
-    "tensorpack.dataflow.dataset.places.Places365Standard": "not provided: read them with a DataFlow of your own",
     "tensorpack.dataflow.imgaug.deform.GaussianDeform":
         "not provided: tensorpack 0.11 keeps it out of its public API (the module's __all__ is empty, and tensorpack.dataflow.imgaug does not export it); use imgaug.Affine or a MapImage of your own",
     "tensorpack.dataflow.imgaug.deform.GaussianMap":
