@@ -47,16 +47,6 @@ REPLACED: dict[str, str] = {
         "whose process_scalar logs to your comet_ml.Experiment",
     "tensorpack.callbacks.prof.GPUMemoryTracker": "replaced by PeakMemoryTracker",
     "tensorpack.callbacks.prof.HostMemoryTracker": "replaced by PeakMemoryTracker",
-    "tensorpack.dataflow.imgaug.deform.GaussianDeform":
-        "not provided: tensorpack 0.11 keeps it out of its public API (the module's __all__ is empty, and tensorpack.dataflow.imgaug does not export it); use imgaug.Affine or a MapImage of your own",
-    "tensorpack.dataflow.imgaug.deform.GaussianMap":
-        "not provided: tensorpack 0.11 keeps it out of its public API (the module's __all__ is empty, and tensorpack.dataflow.imgaug does not export it); use imgaug.Affine or a MapImage of your own",
-    "tensorpack.dataflow.imgaug.deform.np_sample":
-        "not provided: tensorpack 0.11 keeps it out of its public API (the module's __all__ is empty, and tensorpack.dataflow.imgaug does not export it); use scipy.ndimage.map_coordinates",
-    "tensorpack.dataflow.imgaug.external.Albumentations":
-        "not provided: a wrapper of the albumentations library (not a trainstack dependency); wrap its transform in imgaug.MapImage(lambda img: transform(image=img)[\"image\"])",
-    "tensorpack.dataflow.imgaug.external.IAAugmentor":
-        "not provided: a wrapper of the imgaug library, which is unmaintained and does not install with NumPy 2; wrap its augmenter in imgaug.MapImage",
     "tensorpack.graph_builder.utils.allreduce_grads":
         "not provided: the data-parallel trainers all-reduce the gradients themselves",
     "tensorpack.input_source.input_source.PlaceholderInput": "replaced by FeedInput (no placeholders in TF2)",
