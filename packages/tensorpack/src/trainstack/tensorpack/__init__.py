@@ -45,6 +45,7 @@ _STAR = [
     "FeedfreeInput", "QueueInput", "BatchQueueInput", "DummyConstantInput", "TensorInput", "TFDatasetInput",
     "StagingInput", "InputSource", "OnlinePredictor", "OfflinePredictor", "PredictConfig", "DatasetPredictorBase",
     "SimpleDatasetPredictor", "FeedfreePredictor", "tfv1", "StartProcOrThread", "TensorPrinter", "SendStat", "InjectShell", "SendMonitorData",
+    "DumpTensorAsImage", "DumpParamAsImage", "CometMLMonitor", "GPUMemoryTracker", "HostMemoryTracker",
     "callbacks", "compat", "dataflow", "graph_builder", "input_source", "models", "predict", "tfutils", "train", "utils",
     "change_env", "execute_only_once", "get_tqdm",
     "humanize_time_delta", "get_global_step_value", "collect_env_info",

@@ -34,19 +34,12 @@ WRAPPERS: tuple[str, ...] = ("apply_grad_processors",)
 
 #: tensorpack's name, where tensorpack defines it -> why it is missing, and what to use instead
 REPLACED: dict[str, str] = {
-    "tensorpack.callbacks.graph.DumpParamAsImage":
-        "not provided: write images from a callback with self.trainer.monitors.put_image(name, array)",
-    "tensorpack.callbacks.graph.DumpTensorAsImage":
-        "not provided: write images from a callback with self.trainer.monitors.put_image(name, array)",
     "tensorpack.callbacks.hooks.CallbackToHook": "not provided: TensorFlow 2 has no SessionRunHooks",
     "tensorpack.callbacks.hooks.HookToCallback": "not provided: TensorFlow 2 has no SessionRunHooks",
     "tensorpack.callbacks.hooks.TFLocalCLIDebugHook": "not provided: TensorFlow 2 has no SessionRunHooks",
-    "tensorpack.callbacks.inference_runner.InferenceRunnerBase": "not provided: subclass InferenceRunner",
-    "tensorpack.callbacks.monitor.CometMLMonitor":
-        "not provided: a monitor for comet.ml (comet_ml, not a trainstack dependency); write a MonitorBase subclass "
-        "whose process_scalar logs to your comet_ml.Experiment",
-    "tensorpack.callbacks.prof.GPUMemoryTracker": "replaced by PeakMemoryTracker",
-    "tensorpack.callbacks.prof.HostMemoryTracker": "replaced by PeakMemoryTracker",
+    "tensorpack.callbacks.inference_runner.InferenceRunnerBase":
+        "not provided: its protocol is TensorFlow 1's (register_hook of SessionRunHooks run in a HookedSession over "
+        "trainer.sess); subclass InferenceRunner (trainstack.towers), whose trigger runs its Inferencers",
     "tensorpack.graph_builder.utils.allreduce_grads":
         "not provided: the data-parallel trainers all-reduce the gradients themselves",
     "tensorpack.input_source.input_source.PlaceholderInput": "replaced by FeedInput (no placeholders in TF2)",
