@@ -43,7 +43,7 @@ _STAR = [
     "SyncMultiGPUTrainerReplicated", "SyncMultiGPUTrainerParameterServer", "AsyncMultiGPUTrainer",
     "DistributedTrainerParameterServer", "DistributedTrainerReplicated", "HorovodTrainer", "FeedInput",
     "FeedfreeInput", "QueueInput", "BatchQueueInput", "DummyConstantInput", "TensorInput", "TFDatasetInput",
-    "StagingInput", "InputSource", "OnlinePredictor", "OfflinePredictor", "PredictConfig", "DatasetPredictorBase",
+    "StagingInput", "InputSource", "remap_input_source", "OnlinePredictor", "OfflinePredictor", "PredictConfig", "DatasetPredictorBase",
     "SimpleDatasetPredictor", "FeedfreePredictor", "tfv1", "StartProcOrThread", "TensorPrinter", "SendStat", "InjectShell", "SendMonitorData",
     "DumpTensorAsImage", "DumpParamAsImage", "CometMLMonitor", "GPUMemoryTracker", "HostMemoryTracker",
     "callbacks", "compat", "dataflow", "graph_builder", "input_source", "models", "predict", "tfutils", "train", "utils",

@@ -40,13 +40,9 @@ REPLACED: dict[str, str] = {
     "tensorpack.callbacks.inference_runner.InferenceRunnerBase":
         "not provided: its protocol is TensorFlow 1's (register_hook of SessionRunHooks run in a HookedSession over "
         "trainer.sess); subclass InferenceRunner (trainstack.towers), whose trigger runs its Inferencers",
-    "tensorpack.graph_builder.utils.allreduce_grads":
-        "not provided: the data-parallel trainers all-reduce the gradients themselves",
     "tensorpack.input_source.input_source.PlaceholderInput": "replaced by FeedInput (no placeholders in TF2)",
     "tensorpack.input_source.input_source.ZMQInput":
         "replaced by RemoteInput (+ serve_dataflow on the sender side), or MultiProcessInput",
-    "tensorpack.input_source.input_source_base.remap_input_source":
-        "not provided: map the dataflow (MapData) or the tensors in build_graph",
     "tensorpack.models.common.rename_tflayer_get_variable":
         "not provided: tf.layers does not exist in TensorFlow 2; use the layer functions",
     "tensorpack.models.regularize.regularize_cost_from_collection":

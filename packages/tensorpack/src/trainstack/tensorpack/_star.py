@@ -129,6 +129,7 @@ from .input_source import (
     StagingInput,
     TensorInput,
     TFDatasetInput,
+    remap_input_source,
 )
 from .models import (
     AvgPooling,

@@ -1,0 +1,113 @@
+"""tensorpack 0.11's ``graph_builder.utils.allreduce_grads`` (against its formula: the sum, or the mean, over the
+towers of each variable's gradient, on each tower's device) and ``input_source.remap_input_source`` (the wrapped
+source's tensors reach the model's inputs of those names; the model's other inputs are the step's feeds)."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from trainstack.loop import Callback, RunArgs
+from trainstack.tensorpack import (
+    BatchData,
+    DataFromList,
+    FeedInput,
+    ModelDesc,
+    ProcessTensors,
+    QueueInput,
+    SimpleTrainer,
+    TrainConfig,
+    launch_train_with_config,
+)
+from trainstack.tensorpack.graph_builder import allreduce_grads
+from trainstack.tensorpack.input_source import remap_input_source
+
+GRADS = [[np.arange(6.0).reshape(2, 3) + 10 * k, np.array([1.0, -2.0]) * (k + 1)] for k in range(3)]  # K=3, N=2
+
+
+@pytest.mark.parametrize("average", [False, True])
+@pytest.mark.parametrize("mode", ["nccl", "collective"])
+def test_allreduce_grads_is_the_sum_or_mean_over_towers_on_each_device(average, mode):
+    with tf.device("/cpu:0"):
+        towers = [[tf.constant(g) for g in grads] for grads in GRADS]
+    out = allreduce_grads(towers, average, mode=mode)
+    assert len(out) == 3 and all(len(t) == 2 for t in out)
+    for n in range(2):
+        want = sum(GRADS[k][n] for k in range(3)) / (3 if average else 1)
+        for k in range(3):
+            np.testing.assert_allclose(out[k][n].numpy(), want)
+            assert "CPU:0" in out[k][n].device
+
+
+def test_allreduce_grads_in_a_traced_function_and_for_one_tower():
+    @tf.function
+    def reduce(a, b):
+        return allreduce_grads([[a], [b]], average=True)
+
+    out = reduce(tf.constant([1.0, 3.0]), tf.constant([3.0, 5.0]))
+    np.testing.assert_allclose([t[0].numpy() for t in out], [[2.0, 4.0], [2.0, 4.0]])
+    one = [[tf.constant(1.0)]]
+    assert allreduce_grads(one, average=True) is one
+    with pytest.raises(ValueError, match="'nccl' or 'collective'"):
+        allreduce_grads(one, average=True, mode="ring")
+    with pytest.raises(ValueError, match="same number of gradients"):
+        allreduce_grads([[tf.constant(1.0)], []], average=False)
+
+
+class ThreeInputs(ModelDesc):
+    """Inputs ``scale, x, y``; the dataflow gives ``x, y`` only."""
+
+    def inputs(self):
+        return [tf.TensorSpec([None], tf.float32, "scale"), tf.TensorSpec([None, 2], tf.float32, "x"),
+                tf.TensorSpec([None], tf.float32, "y")]
+
+    def build_graph(self, scale, x, y):
+        w = tf.compat.v1.get_variable("w", [2], initializer=tf.compat.v1.zeros_initializer())
+        tf.identity(x, name="seen_x")
+        tf.identity(y, name="seen_y")
+        tf.identity(scale, name="seen_scale")
+        return tf.reduce_mean(scale * tf.square(tf.reduce_sum(x * w, axis=1) - y), name="cost")
+
+    def optimizer(self):
+        return tf.compat.v1.train.GradientDescentOptimizer(0.1)
+
+
+class FeedScale(Callback):
+    """Feeds the model's ``scale`` input (not in the dataflow) with ``k + 1`` in step ``k``."""
+
+    def _before_run(self, ctx):
+        return RunArgs(feeds={"tower0/scale": np.full([4], self.global_step + 1.0, np.float32)})
+
+
+def points():
+    rng = np.random.RandomState(0)
+    return [[rng.rand(2).astype(np.float32), np.float32(rng.rand())] for _ in range(8)]
+
+
+@pytest.mark.parametrize("source", [FeedInput, QueueInput])
+def test_remapped_tensors_reach_the_inputs_of_their_names_and_the_others_are_feeds(source):
+    data = points()
+    seen = []
+    remapped = remap_input_source(source(BatchData(DataFromList(data, shuffle=False), 4)), ["x", "y"])
+    trainer = SimpleTrainer()
+    launch_train_with_config(TrainConfig(
+        model=ThreeInputs(), data=remapped, max_epoch=1, steps_per_epoch=2, monitors=[],
+        callbacks=[FeedScale(), ProcessTensors(["seen_x", "seen_y", "seen_scale"],
+                                               lambda *v: seen.append([np.array(a) for a in v]))]), trainer)
+    assert len(seen) == 2 and remapped.size() == 2
+    for k, (x, y, scale) in enumerate(seen):
+        np.testing.assert_array_equal(x, np.stack([p[0] for p in data[4 * k:4 * k + 4]]))
+        np.testing.assert_array_equal(y, np.array([p[1] for p in data[4 * k:4 * k + 4]]))
+        np.testing.assert_array_equal(scale, np.full([4], k + 1.0))
+    assert not np.allclose(trainer.tower_func.variables[0].numpy(), 0)  # trained on the remapped inputs
+
+
+def test_an_unfed_input_is_named_and_unknown_names_refused():
+    remapped = remap_input_source(FeedInput(BatchData(DataFromList(points(), shuffle=False), 4)), ["x", "y"])
+    with pytest.raises(KeyError, match=r"tower0/scale"):
+        launch_train_with_config(TrainConfig(model=ThreeInputs(), data=remapped, max_epoch=1, steps_per_epoch=1,
+                                             monitors=[]), SimpleTrainer())
+    with pytest.raises(Exception, match=r"no inputs \['z'\]"):
+        remap_input_source(FeedInput(DataFromList(points())), ["x", "z"]).setup(ThreeInputs().inputs())
+    with pytest.raises(TypeError, match="must be an InputSource"):
+        remap_input_source([1, 2], ["x"])
