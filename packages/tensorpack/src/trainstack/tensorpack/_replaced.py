@@ -56,14 +56,8 @@ REPLACED: dict[str, str] = {
     "tensorpack.models.shape_utils.StaticLazyAxis":
         "not provided: tensorpack 0.11 keeps it out of its public API (the module's __all__ is empty, and tensorpack.models does not export it); use tf.shape(x) and x.shape",
     "tensorpack.predict.base.PredictorBase": "not provided: predictors are plain callables",
-    "tensorpack.predict.concurrency.MultiThreadAsyncPredictor":
-        "not provided: batch the requests and call an OfflinePredictor",
     "tensorpack.predict.dataset.MultiProcessDatasetPredictor":
         "not provided: a TF2 process per predictor gains nothing over batching; use SimpleDatasetPredictor with BatchData",
-    "tensorpack.predict.multigpu.DataParallelOfflinePredictor":
-        "replaced by trainer.get_predictors(...) (one per device) and DataParallelInferenceRunner",
-    "tensorpack.predict.multigpu.MultiTowerOfflinePredictor":
-        "replaced by trainer.get_predictors(...) (one per device) and DataParallelInferenceRunner",
     "tensorpack.tfutils.collection.backup_collection": "not provided: TF1 graph collections do not exist",
     "tensorpack.tfutils.collection.freeze_collection": "not provided: TF1 graph collections do not exist",
     "tensorpack.tfutils.collection.restore_collection": "not provided: TF1 graph collections do not exist",

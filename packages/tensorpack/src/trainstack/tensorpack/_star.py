@@ -158,8 +158,11 @@ from .models import (
     regularize_cost,
 )
 from .predict import (
+    DataParallelOfflinePredictor,
     DatasetPredictorBase,
     FeedfreePredictor,
+    MultiThreadAsyncPredictor,
+    MultiTowerOfflinePredictor,
     OfflinePredictor,
     OnlinePredictor,
     PredictConfig,
