@@ -36,7 +36,9 @@ WRAPPERS: tuple[str, ...] = ("apply_grad_processors",)
 REPLACED: dict[str, str] = {
     "tensorpack.callbacks.hooks.CallbackToHook": "not provided: TensorFlow 2 has no SessionRunHooks",
     "tensorpack.callbacks.hooks.HookToCallback": "not provided: TensorFlow 2 has no SessionRunHooks",
-    "tensorpack.callbacks.hooks.TFLocalCLIDebugHook": "not provided: TensorFlow 2 has no SessionRunHooks",
+    "tensorpack.callbacks.hooks.TFLocalCLIDebugHook":
+        "not provided: it runs tfdbg's LocalCLIDebugHook, a TF1 SessionRunHook; TensorFlow 2 has neither: use "
+        "tf.debugging.experimental.enable_dump_debug_info(logdir) and TensorBoard's Debugger V2",
     "tensorpack.callbacks.inference_runner.InferenceRunnerBase":
         "not provided: its protocol is TensorFlow 1's (register_hook of SessionRunHooks run in a HookedSession over "
         "trainer.sess); subclass InferenceRunner (trainstack.towers), whose trigger runs its Inferencers",
@@ -58,9 +60,18 @@ REPLACED: dict[str, str] = {
     "tensorpack.predict.base.PredictorBase": "not provided: predictors are plain callables",
     "tensorpack.predict.dataset.MultiProcessDatasetPredictor":
         "not provided: a TF2 process per predictor gains nothing over batching; use SimpleDatasetPredictor with BatchData",
-    "tensorpack.tfutils.collection.backup_collection": "not provided: TF1 graph collections do not exist",
-    "tensorpack.tfutils.collection.freeze_collection": "not provided: TF1 graph collections do not exist",
-    "tensorpack.tfutils.collection.restore_collection": "not provided: TF1 graph collections do not exist",
+    "tensorpack.tfutils.collection.backup_collection":
+        "not provided: it saves and rewrites TF1 graph collections in place (get_collection_ref); TensorFlow 2 "
+        "keeps none, and the TF1 room answers the variable collections from the model while a tower is traced, "
+        "storing nothing to back up or freeze",
+    "tensorpack.tfutils.collection.freeze_collection":
+        "not provided: it saves and rewrites TF1 graph collections in place (get_collection_ref); TensorFlow 2 "
+        "keeps none, and the TF1 room answers the variable collections from the model while a tower is traced, "
+        "storing nothing to back up or freeze",
+    "tensorpack.tfutils.collection.restore_collection":
+        "not provided: it saves and rewrites TF1 graph collections in place (get_collection_ref); TensorFlow 2 "
+        "keeps none, and the TF1 room answers the variable collections from the model while a tower is traced, "
+        "storing nothing to back up or freeze",
     "tensorpack.tfutils.common.get_default_sess_config":
         "replaced by RuntimeConfig (threads, GPU memory growth, soft placement, XLA)",
     "tensorpack.tfutils.dependency.dependency_of_fetches":
