@@ -82,6 +82,7 @@ class DumpTensorAsImage(Callback):
                 self._dump_image(im, idx)
         else:
             self._dump_image(val)
+        assert self.trainer.monitors is not None  # set by setup_callbacks
         self.trainer.monitors.put_image(self.prefix, val)
 
     def _dump_image(self, im: np.ndarray, idx: int | None = None) -> None:

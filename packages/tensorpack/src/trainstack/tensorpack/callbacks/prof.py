@@ -52,6 +52,7 @@ class GPUMemoryTracker(Callback):
             return
         for dev, tf_dev in zip(self._devices, self._tf_devices):
             peak = tf.config.experimental.get_memory_info(tf_dev)["peak"]
+            assert self.trainer.monitors is not None  # set by setup_callbacks
             self.trainer.monitors.put_scalar("PeakMemory(MB)" + dev, peak / 1e6)
 
 
@@ -79,6 +80,7 @@ class HostMemoryTracker(Callback):
         logger.info(f"[HostMemoryTracker] Free RAM in before_train() is {self._free_ram_gb():.2f} GB.")
 
     def _trigger(self) -> None:
+        assert self.trainer.monitors is not None  # set by setup_callbacks
         self.trainer.monitors.put_scalar("HostFreeMemory (GB)", self._free_ram_gb())
 
     def _free_ram_gb(self) -> float:
