@@ -16,7 +16,9 @@ from trainstack.tensorpack import (
     MultiThreadAsyncPredictor,
     MultiTowerOfflinePredictor,
     OfflinePredictor,
+    OnlinePredictor,
     PredictConfig,
+    PredictorBase,
 )
 
 RNG = np.random.RandomState(0)
@@ -105,3 +107,19 @@ def test_async_predictor_passes_a_predictors_error_to_the_future():
             pred.put_task([np.zeros(3)]).result(timeout=30)
     with pytest.raises(ValueError, match="return_input"):
         MultiThreadAsyncPredictor([OfflinePredictor(config(return_input=True))])
+
+
+def test_predictor_base_is_tensorpacks_abstract_predictor():
+    class Doubler(PredictorBase):
+        def _do_call(self, dp):
+            return [2 * x for x in dp]
+
+    assert Doubler()(1, 2) == [2, 4]
+    echo = Doubler()
+    echo.return_input = True
+    assert echo(3) == ((3,), [6])
+    with pytest.raises(TypeError):
+        PredictorBase()  # abstract, as tensorpack's
+    assert issubclass(OnlinePredictor, PredictorBase) and isinstance(OfflinePredictor(config()), PredictorBase)
+    assert issubclass(MultiThreadAsyncPredictor, PredictorBase) and issubclass(MultiTowerOfflinePredictor,
+                                                                               PredictorBase)

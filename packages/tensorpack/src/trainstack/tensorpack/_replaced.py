@@ -57,7 +57,6 @@ REPLACED: dict[str, str] = {
         "not provided: tensorpack 0.11 keeps it out of its public API (the module's __all__ is empty, and tensorpack.models does not export it); use tf.shape(x) and x.shape",
     "tensorpack.models.shape_utils.StaticLazyAxis":
         "not provided: tensorpack 0.11 keeps it out of its public API (the module's __all__ is empty, and tensorpack.models does not export it); use tf.shape(x) and x.shape",
-    "tensorpack.predict.base.PredictorBase": "not provided: predictors are plain callables",
     "tensorpack.predict.dataset.MultiProcessDatasetPredictor":
         "not provided: a TF2 process per predictor gains nothing over batching; use SimpleDatasetPredictor with BatchData",
     "tensorpack.tfutils.collection.backup_collection":

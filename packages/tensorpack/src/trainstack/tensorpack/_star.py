@@ -166,6 +166,7 @@ from .predict import (
     OfflinePredictor,
     OnlinePredictor,
     PredictConfig,
+    PredictorBase,
     SimpleDatasetPredictor,
 )
 from .tfutils import (

@@ -14,6 +14,7 @@ import numpy as np
 from trainstack.callbacks import logger
 
 from .._replaced import stand_in_names, unprovided
+from .base import PredictorBase
 
 __all__ = ["MultiThreadAsyncPredictor"] + stand_in_names(__name__)
 
@@ -57,7 +58,7 @@ class _PredictorWorkerThread(threading.Thread):
         return [np.asarray(b) for b in batched], futures
 
 
-class MultiThreadAsyncPredictor:
+class MultiThreadAsyncPredictor(PredictorBase):
     """Runs ``predictors`` (callables on batches: ``OnlinePredictor``s) in a thread each, on single datapoints
     queued by :meth:`put_task`; ``start()`` starts the threads, :meth:`stop` ends them (also ``with``)."""
 
@@ -118,7 +119,7 @@ class MultiThreadAsyncPredictor:
         self.input_queue.put((dp, f))
         return f
 
-    def __call__(self, *dp: Any) -> Any:
+    def _do_call(self, dp: tuple[Any, ...]) -> Any:
         """The outputs of one datapoint, waiting for them."""
         return self.put_task(dp).result()
 

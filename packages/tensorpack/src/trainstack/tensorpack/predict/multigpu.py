@@ -17,6 +17,7 @@ from trainstack.callbacks import logger
 from trainstack.towers import OfflinePredictor, OnlinePredictor, PredictConfig
 
 from .._replaced import stand_in_names, unprovided
+from .base import PredictorBase
 
 __all__ = ["MultiTowerOfflinePredictor", "DataParallelOfflinePredictor"] + stand_in_names(__name__)
 
@@ -47,7 +48,7 @@ def _tower_predictors(who: str, config: PredictConfig, towers: Sequence[int]) ->
     return predictors
 
 
-class MultiTowerOfflinePredictor:
+class MultiTowerOfflinePredictor(PredictorBase):
     """One :class:`OnlinePredictor` per tower of ``towers`` (GPU ids), sharing the model's variables; called, it
     is tower 0's predictor, as tensorpack's."""
 
@@ -55,9 +56,8 @@ class MultiTowerOfflinePredictor:
         self.return_input = config.return_input
         self.predictors = _tower_predictors(type(self).__name__, config, towers)
 
-    def __call__(self, *arrays: Any) -> Any:
-        outputs = self.predictors[0](*arrays)
-        return (arrays, outputs) if self.return_input else outputs
+    def _do_call(self, dp: tuple[Any, ...]) -> list[np.ndarray]:
+        return self.predictors[0](*dp)
 
     def get_predictor(self, n: int) -> list[OnlinePredictor]:
         """``n`` predictors, assigned to the towers round-robin (tensorpack's name and behaviour)."""
@@ -71,7 +71,7 @@ class MultiTowerOfflinePredictor:
         return self.predictors
 
 
-class DataParallelOfflinePredictor:
+class DataParallelOfflinePredictor(PredictorBase):
     """One predictor over every tower: its inputs are ``[input 0 of tower 0, input 1 of tower 0, ..., input 0 of
     tower 1, ...]`` and so are its outputs (it does not split or concatenate batches), as tensorpack's. The
     towers run in one ``tf.function``, so TensorFlow runs them on their devices at the same time."""
@@ -90,13 +90,12 @@ class DataParallelOfflinePredictor:
         self._fn = tf.function(predict, input_signature=signature, autograph=False)
         self._fn.get_concrete_function()
 
-    def __call__(self, *arrays: Any) -> Any:
+    def _do_call(self, dp: tuple[Any, ...]) -> list[np.ndarray]:
         expected = self._n_inputs * len(self.predictors)
-        if len(arrays) != expected:
+        if len(dp) != expected:
             raise ValueError(f"{type(self).__name__} takes {self._n_inputs} input(s) per tower, "
-                             f"{expected} arrays in all, got {len(arrays)}")
-        outputs = [np.asarray(o.numpy()) for o in self._fn(*arrays)]
-        return (arrays, outputs) if self.return_input else outputs
+                             f"{expected} arrays in all, got {len(dp)}")
+        return [np.asarray(o.numpy()) for o in self._fn(*dp)]
 
 
 __getattr__ = unprovided(__name__)
