@@ -1,6 +1,7 @@
 """tensorpack 0.11's ``graph_builder.utils.allreduce_grads`` (against its formula: the sum, or the mean, over the
 towers of each variable's gradient, on each tower's device) and ``input_source.remap_input_source`` (the wrapped
-source's tensors reach the model's inputs of those names; the model's other inputs are the step's feeds)."""
+source's tensors reach the model's inputs of those names; the model's other inputs are the step's feeds) and
+``models.rename_tflayer_get_variable`` (tf.layers' variable names become tensorpack's)."""
 from __future__ import annotations
 
 import numpy as np
@@ -21,6 +22,8 @@ from trainstack.tensorpack import (
 )
 from trainstack.tensorpack.graph_builder import allreduce_grads
 from trainstack.tensorpack.input_source import remap_input_source
+from trainstack.tensorpack.models import rename_tflayer_get_variable
+from trainstack.tensorpack.tf1 import TowerContext, TowerFunc, tfv1
 
 GRADS = [[np.arange(6.0).reshape(2, 3) + 10 * k, np.array([1.0, -2.0]) * (k + 1)] for k in range(3)]  # K=3, N=2
 
@@ -111,3 +114,29 @@ def test_an_unfed_input_is_named_and_unknown_names_refused():
         remap_input_source(FeedInput(DataFromList(points())), ["x", "z"]).setup(ThreeInputs().inputs())
     with pytest.raises(TypeError, match="must be an InputSource"):
         remap_input_source([1, 2], ["x"])
+
+
+def test_rename_tflayer_get_variable_gives_tf_layers_variables_tensorpacks_names():
+    def body(x):
+        with rename_tflayer_get_variable():
+            y = tfv1.layers.conv2d(x, 4, 3, name="conv0")
+            with tfv1.variable_scope("bn"):
+                mean = tfv1.get_variable("moving_mean", [4], initializer=tfv1.zeros_initializer())
+                var = tfv1.get_variable("moving_variance", [4], initializer=tfv1.ones_initializer())
+            y = (y - mean) / tf.sqrt(var)
+        return tfv1.layers.dense(tfv1.layers.flatten(y), 2, name="fc")  # outside: tf.layers' own names
+
+    func = TowerFunc(body, [tf.TensorSpec([None, 6, 6, 3], tf.float32, "x")])
+
+    @tf.function
+    def run(x):
+        with TowerContext("tower0", is_training=True):
+            return func(x)
+
+    x = np.random.RandomState(1).rand(2, 6, 6, 3).astype(np.float32)
+    out = run(tf.constant(x))
+    variables = {v.name.split(":")[0]: v for v in func.variables}
+    assert sorted(variables) == ["bn/mean/EMA", "bn/variance/EMA", "conv0/W", "conv0/b", "fc/bias", "fc/kernel"]
+    conv = tf.nn.conv2d(x, variables["conv0/W"], 1, "VALID") + variables["conv0/b"]  # the renamed weights are used
+    want = tf.reshape(conv, [2, -1]) @ variables["fc/kernel"] + variables["fc/bias"]
+    np.testing.assert_allclose(out.numpy(), want.numpy(), rtol=1e-5, atol=1e-6)

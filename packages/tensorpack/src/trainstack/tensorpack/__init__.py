@@ -22,7 +22,7 @@ _STAR = [
     "MultiProcessMapDataZMQ", "MultiProcessMapAndBatchData", "MultiProcessMapAndBatchDataZMQ", "FakeData",
     "DataFromQueue", "DataFromList", "DataFromGenerator", "DataFromIterable", "send_dataflow_zmq", "RemoteDataZMQ",
     "LMDBSerializer", "NumpySerializer", "TFRecordSerializer", "HDF5Serializer", "imgaug", "dataset", "BatchNorm",
-    "BatchRenorm", "layer_register", "VariableHolder", "disable_layer_logging", "Conv2D", "Deconv2D",
+    "BatchRenorm", "layer_register", "rename_tflayer_get_variable", "VariableHolder", "disable_layer_logging", "Conv2D", "Deconv2D",
     "Conv2DTranspose", "FullyConnected", "LayerNorm", "InstanceNorm", "LinearWrap", "Maxout", "PReLU", "BNReLU",
     "MaxPooling", "FixedUnPooling", "AvgPooling", "GlobalAvgPooling", "regularize_cost", "l2_regularizer",
     "l1_regularizer", "Dropout", "ConcatWith", "Callback", "ProxyCallback", "CallbackFactory", "RunOp",

@@ -45,8 +45,6 @@ REPLACED: dict[str, str] = {
     "tensorpack.input_source.input_source.PlaceholderInput": "replaced by FeedInput (no placeholders in TF2)",
     "tensorpack.input_source.input_source.ZMQInput":
         "replaced by RemoteInput (+ serve_dataflow on the sender side), or MultiProcessInput",
-    "tensorpack.models.common.rename_tflayer_get_variable":
-        "not provided: tf.layers does not exist in TensorFlow 2; use the layer functions",
     "tensorpack.models.regularize.regularize_cost_from_collection":
         "replaced by regularize_cost over the layer functions' variables, or sum(model.losses) of Keras layers made with kernel_regularizer=",
     "tensorpack.models.shape_utils.DynamicLazyAxis":

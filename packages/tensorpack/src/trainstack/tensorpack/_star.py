@@ -156,6 +156,7 @@ from .models import (
     l2_regularizer,
     layer_register,
     regularize_cost,
+    rename_tflayer_get_variable,
 )
 from .predict import (
     DataParallelOfflinePredictor,
