@@ -140,3 +140,57 @@ def test_rename_tflayer_get_variable_gives_tf_layers_variables_tensorpacks_names
     conv = tf.nn.conv2d(x, variables["conv0/W"], 1, "VALID") + variables["conv0/b"]  # the renamed weights are used
     want = tf.reshape(conv, [2, -1]) @ variables["fc/kernel"] + variables["fc/bias"]
     np.testing.assert_allclose(out.numpy(), want.numpy(), rtol=1e-5, atol=1e-6)
+
+
+def tensorpacks_shape_utils():
+    """tensorpack 0.11's ``models/shape_utils.py`` (it imports TensorFlow alone), loaded from its file: the
+    ``tensorpack.models`` package itself needs TensorFlow 1."""
+    import importlib.util
+    import os
+
+    spec = importlib.util.find_spec("tensorpack")
+    if spec is None:
+        pytest.skip("tensorpack 0.11 is not installed")
+    path = os.path.join(spec.submodule_search_locations[0], "models", "shape_utils.py")
+    module_spec = importlib.util.spec_from_file_location("tensorpack_shape_utils", path)
+    module = importlib.util.module_from_spec(module_spec)
+    module_spec.loader.exec_module(module)
+    return module
+
+
+def traced_shape(mod):
+    """A tf.function applying two axis functions to a [None, 3, None, 10] input's shape with ``mod``'s
+    StaticDynamicShape, and the static shapes its trace saw."""
+    traced_static = []
+
+    @tf.function(input_signature=[tf.TensorSpec([None, 3, None, 10], tf.float32)])
+    def dynamic(x):
+        shape = mod.StaticDynamicShape(x)
+        shape.apply(1, lambda d: d * 3)
+        shape.apply(2, lambda d: d + 5)
+        traced_static.append(list(shape.get_static()))
+        return tf.stack(shape.get_dynamic())
+
+    return traced_static, dynamic
+
+
+def test_shape_utils_keep_static_and_dynamic_shapes_as_tensorpacks():
+    from trainstack.tensorpack.models import shape_utils
+
+    theirs = tensorpacks_shape_utils()
+    results = {}
+    for name, mod in (("ours", shape_utils), ("theirs", theirs)):
+        traced_static, dynamic = traced_shape(mod)
+        computed = dynamic(tf.zeros([2, 3, 7, 10])).numpy().tolist()
+        shape = mod.StaticDynamicShape(tf.zeros([2, 3, 4, 10]))
+        shape.apply(0, lambda d: d + 1)
+        static = shape.get_static(), shape.get_dynamic()
+        axis = mod.StaticDynamicAxis(4, None).apply(lambda d: d * 2)
+        unknown = mod.StaticDynamicAxis(None, 3).apply(lambda d: d * 2)  # None * 2: a TypeError, so dynamic
+        results[name] = (traced_static, computed, static, (axis.static, axis.dynamic),
+                         (unknown.static, unknown.dynamic),
+                         str(mod.StaticDynamicAxis(1, 2)), mod.StaticLazyAxis(5)(), mod.DynamicLazyAxis([7, 8], 1)())
+    assert results["ours"] == results["theirs"]
+    assert results["ours"][0] == [[None, 9, None, 10]] and results["ours"][1] == [2, 9, 12, 10]
+    assert results["ours"][4] == (None, 6)
+    assert results["ours"][2] == ([3, 3, 4, 10], [3, 3, 4, 10])

@@ -47,14 +47,6 @@ REPLACED: dict[str, str] = {
         "replaced by RemoteInput (+ serve_dataflow on the sender side), or MultiProcessInput",
     "tensorpack.models.regularize.regularize_cost_from_collection":
         "replaced by regularize_cost over the layer functions' variables, or sum(model.losses) of Keras layers made with kernel_regularizer=",
-    "tensorpack.models.shape_utils.DynamicLazyAxis":
-        "not provided: tensorpack 0.11 keeps it out of its public API (the module's __all__ is empty, and tensorpack.models does not export it); use tf.shape(x) and x.shape",
-    "tensorpack.models.shape_utils.StaticDynamicAxis":
-        "not provided: tensorpack 0.11 keeps it out of its public API (the module's __all__ is empty, and tensorpack.models does not export it); use tf.shape(x) and x.shape",
-    "tensorpack.models.shape_utils.StaticDynamicShape":
-        "not provided: tensorpack 0.11 keeps it out of its public API (the module's __all__ is empty, and tensorpack.models does not export it); use tf.shape(x) and x.shape",
-    "tensorpack.models.shape_utils.StaticLazyAxis":
-        "not provided: tensorpack 0.11 keeps it out of its public API (the module's __all__ is empty, and tensorpack.models does not export it); use tf.shape(x) and x.shape",
     "tensorpack.predict.dataset.MultiProcessDatasetPredictor":
         "not provided: a TF2 process per predictor gains nothing over batching; use SimpleDatasetPredictor with BatchData",
     "tensorpack.tfutils.collection.backup_collection":
