@@ -81,8 +81,6 @@ REPLACED: dict[str, str] = {
         "replaced by save_chkpt_vars({v.name: v.numpy() for v in variables}, path) or ModelSaver (TensorFlow 2 has no sessions)",
     "tensorpack.train.trainers.BytePSTrainer":
         "not provided: BytePS has no release for TensorFlow 2.21; use HorovodTrainer",
-    "tensorpack.utils.concurrency.ShareSessionThread":
-        "not provided: TensorFlow 2 has no default session to share; use a plain threading.Thread",
     "tensorpack.utils.loadcaffe.get_caffe_pb":
         "not provided: it needs Caffe, or caffe.proto downloaded and compiled by protoc at run time; convert the model to .npz once with tensorpack 0.11 (python -m tensorpack.utils.loadcaffe PROTOTXT CAFFEMODEL OUT.npz) and load it with SmartInit / DictRestore",
     "tensorpack.utils.loadcaffe.load_caffe":
