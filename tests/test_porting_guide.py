@@ -43,7 +43,7 @@ SUBMODULES = ["trainstack.tensorpack", "trainstack.tensorpack.models", "trainsta
                   "callbacks", "predict", "input_source", "graph_builder", "train", "compat", "dataflow.dataset", "dataflow.imgaug",
                   "tfutils", "tfutils.optimizer", "tfutils.gradproc", "tfutils.summary", "tfutils.symbolic_functions",
                   "tfutils.scope_utils", "tfutils.varmanip", "tfutils.model_utils", "tfutils.tower", "tfutils.common",
-                  "tfutils.collect_env", "utils", "utils.argtools", "utils.viz", "utils.stats", "utils.timer",
+                  "tfutils.collect_env", "tfutils.dependency", "utils", "utils.argtools", "utils.viz", "utils.stats", "utils.timer",
                   "utils.fs", "utils.concurrency", "utils.develop", "utils.serialize", "utils.gpu", "utils.palette",
                   "utils.naming", "utils.nvml", "utils.debug"])]
 

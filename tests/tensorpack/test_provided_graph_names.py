@@ -194,3 +194,38 @@ def test_shape_utils_keep_static_and_dynamic_shapes_as_tensorpacks():
     assert results["ours"][0] == [[None, 9, None, 10]] and results["ours"][1] == [2, 9, 12, 10]
     assert results["ours"][4] == (None, 6)
     assert results["ours"][2] == ([3, 3, 4, 10], [3, 3, 4, 10])
+
+
+def test_dependency_of_targets_and_fetches_answer_as_tensorpacks():
+    tp_dependency = pytest.importorskip("tensorpack.tfutils.dependency")
+    from trainstack.tensorpack.tfutils import dependency
+
+    graph = tf.Graph()
+    with graph.as_default():
+        a = tf.random.normal([3], name="a")
+        b = tf.random.normal([3], name="b")
+        c = tf.multiply(a, 2.0, name="c")
+        with tf.control_dependencies([b]):
+            d = tf.identity(a, name="d")  # depends on b through a control input only
+        cases = [
+            ((c,), a), ((c,), b), ((d,), b), ((c.op,), a.op), ((c, d), b),
+        ]
+        fetch_cases = [(c, a), ([b], a), ({"x": c, "y": [b]}, b), ("c:0", a), (["d"], b), (d, c)]
+        for targets, op in cases:
+            assert dependency.dependency_of_targets(targets, op) == tp_dependency.dependency_of_targets(targets, op)
+        for fetches, op in fetch_cases:
+            assert dependency.dependency_of_fetches(fetches, op) == tp_dependency.dependency_of_fetches(fetches, op)
+        answers = [dependency.dependency_of_targets(t, o) for t, o in cases]
+        answers += [dependency.dependency_of_fetches(f, o) for f, o in fetch_cases]
+        mixed = dependency.dependency_of_fetches((c, b.op), a)  # tensorpack's TF walk refused tensors with ops
+    assert answers == [True, False, True, True, True, True, False, True, True, True, False] and mixed
+
+    @tf.function
+    def traced(x):
+        y = x * 3
+        z = x + 1
+        return dependency.dependency_of_targets((y,), x), dependency.dependency_of_targets((y,), z)
+
+    assert traced(tf.constant(1.0)) == (True, False)
+    with pytest.raises(TypeError, match="tf.Operation or a graph tf.Tensor"):
+        dependency.dependency_of_targets((c,), "a")

@@ -34,8 +34,14 @@ WRAPPERS: tuple[str, ...] = ("apply_grad_processors",)
 
 #: tensorpack's name, where tensorpack defines it -> why it is missing, and what to use instead
 REPLACED: dict[str, str] = {
-    "tensorpack.callbacks.hooks.CallbackToHook": "not provided: TensorFlow 2 has no SessionRunHooks",
-    "tensorpack.callbacks.hooks.HookToCallback": "not provided: TensorFlow 2 has no SessionRunHooks",
+    "tensorpack.callbacks.hooks.CallbackToHook":
+        "not provided: TensorFlow 2 runs no SessionRunHooks (tf.compat.v1.train.SessionRunHook runs only in a TF1 "
+        "MonitoredSession, which the trainers do not use); write a Callback: before_run returns fetch names, "
+        "after_run gets their values",
+    "tensorpack.callbacks.hooks.HookToCallback":
+        "not provided: TensorFlow 2 runs no SessionRunHooks (tf.compat.v1.train.SessionRunHook runs only in a TF1 "
+        "MonitoredSession, which the trainers do not use); write a Callback: before_run returns fetch names, "
+        "after_run gets their values",
     "tensorpack.callbacks.hooks.TFLocalCLIDebugHook":
         "not provided: it runs tfdbg's LocalCLIDebugHook, a TF1 SessionRunHook; TensorFlow 2 has neither: use "
         "tf.debugging.experimental.enable_dump_debug_info(logdir) and TensorBoard's Debugger V2",
@@ -63,10 +69,6 @@ REPLACED: dict[str, str] = {
         "storing nothing to back up or freeze",
     "tensorpack.tfutils.common.get_default_sess_config":
         "replaced by RuntimeConfig (threads, GPU memory growth, soft placement, XLA)",
-    "tensorpack.tfutils.dependency.dependency_of_fetches":
-        "not provided: TensorFlow 2 has no session fetches; compute it in the step function",
-    "tensorpack.tfutils.dependency.dependency_of_targets":
-        "not provided: TensorFlow 2 has no session fetches; compute it in the step function",
     "tensorpack.tfutils.distributed.get_distributed_session_creator":
         "replaced by DistributedTrainerParameterServer / DistributedTrainerReplicated (trainstack.distributed): TensorFlow 2 has no sessions",
     "tensorpack.tfutils.sesscreate.NewSessionCreator":
