@@ -40,10 +40,10 @@ TENSORPACK_MODELS_ALL = [
 SUBMODULES = ["trainstack.tensorpack", "trainstack.tensorpack.models", "trainstack.tensorpack.tf1", "trainstack.dataflow", "trainstack.dataflow.dataset",
               "trainstack.dataflow.viz", "trainstack.dataflow.imgaug",
               *(f"trainstack.tensorpack.{m}" for m in [
-                  "callbacks", "predict", "input_source", "graph_builder", "train", "compat", "dataflow.dataset",
+                  "callbacks", "predict", "input_source", "graph_builder", "train", "compat", "dataflow.dataset", "dataflow.imgaug",
                   "tfutils", "tfutils.optimizer", "tfutils.gradproc", "tfutils.summary", "tfutils.symbolic_functions",
                   "tfutils.scope_utils", "tfutils.varmanip", "tfutils.model_utils", "tfutils.tower", "tfutils.common",
-                  "tfutils.collect_env", "utils", "utils.argtools", "utils.viz", "utils.stats", "utils.timer",
+                  "tfutils.collect_env", "tfutils.dependency", "utils", "utils.argtools", "utils.viz", "utils.stats", "utils.timer",
                   "utils.fs", "utils.concurrency", "utils.develop", "utils.serialize", "utils.gpu", "utils.palette",
                   "utils.naming", "utils.nvml", "utils.debug"])]
 

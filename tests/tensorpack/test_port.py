@@ -89,11 +89,12 @@ def test_the_report_names_what_is_not_provided_and_its_replacement():
         from tensorpack.tfutils.sesscreate import NewSessionCreator
         from tensorpack.callbacks import hooks
         from tensorpack.models.registry import layer_register
-        import tensorpack.utils.concurrency as concurrency
+        import tensorpack.utils.concurrency as concurrency, tensorpack.utils.loadcaffe as loadcaffe
         sess = get_default_sess_config()
         hooks.CallbackToHook(x)
-        thread = concurrency.ShareSessionThread()
+        params = loadcaffe.load_caffe(a, b)
         counter = concurrency.StoppableThread()
+        thread = concurrency.ShareSessionThread()
         """)
     _, notes = port_source(source, "s.py")
     assert len(notes) == 5
@@ -101,7 +102,7 @@ def test_the_report_names_what_is_not_provided_and_its_replacement():
     assert notes[1].startswith("s.py:2: NewSessionCreator: ") and "TensorFlow 2 has no sessions" in notes[1]
     assert notes[2].startswith("s.py:4: tensorpack.models.registry: ") and "no such module" in notes[2]
     assert notes[3].startswith("s.py:7: CallbackToHook: ") and "SessionRunHooks" in notes[3]
-    assert notes[4].startswith("s.py:8: ShareSessionThread: ") and "threading.Thread" in notes[4]
+    assert notes[4].startswith("s.py:8: load_caffe: ") and "SmartInit" in notes[4]
 
 
 def test_in_place_keeps_a_backup_and_refuses_to_overwrite_one(tmp_path, capsys):

@@ -50,8 +50,6 @@ def test_every_public_name_of_the_utils_modules_is_written():
                                                               "GLOBAL_STEP_INCR_OP_NAME", "MOVING_SUMMARY_OPS_KEY")
                                                   if hasattr(tp, n)]
         for n in public:
-            if n == "ShareSessionThread":  # a session-only name, listed in _replaced
-                continue
             assert not is_stand_in(getattr(ts, n)), f"{name}.{n}"
 
 
@@ -375,3 +373,36 @@ def test_enable_call_trace_prints_calls_as_tensorpacks(capsys):
             sys.settrace(None)
         outputs.append([line for line in capsys.readouterr().out.splitlines() if "`callee`" in line])
     assert outputs[0] and [o.split(" on line")[0] for o in outputs[0]] == [o.split(" on line")[0] for o in outputs[1]]
+
+
+def test_share_session_thread_runs_in_the_starters_default_session_as_tensorpacks():
+    import tensorflow as tf
+
+    tp, ts = pair("concurrency")
+    graph = tf.Graph()
+    sess = tf.compat.v1.Session(graph=graph)
+    for module in (tp, ts):
+        seen = []
+        with graph.as_default(), sess.as_default():
+            t = module.ShareSessionThread(threading.Thread(target=lambda: seen.append(
+                tf.compat.v1.get_default_session()), name="worker", daemon=True))
+            t.start()
+            t.join()
+        assert seen == [sess] and t.name == "worker" and t.daemon
+
+    class Sub(ts.ShareSessionThread):  # tensorpack's subclasses (PredictorWorkerThread) use default_sess()
+        def run(self):
+            with self.default_sess() as s:
+                self.got = (s, tf.compat.v1.get_default_session())
+
+    sub = Sub()
+    with graph.as_default(), sess.as_default():
+        sub.start()
+    sub.join()
+    assert sub.got == (sess, sess)
+    seen = []
+    plain = ts.ShareSessionThread(threading.Thread(target=lambda: seen.append(tf.compat.v1.get_default_session())))
+    plain.start()  # no default session: it runs without one (tensorpack's failed on None.as_default())
+    plain.join()
+    assert seen == [None]
+    sess.close()

@@ -34,70 +34,45 @@ WRAPPERS: tuple[str, ...] = ("apply_grad_processors",)
 
 #: tensorpack's name, where tensorpack defines it -> why it is missing, and what to use instead
 REPLACED: dict[str, str] = {
-    "tensorpack.callbacks.graph.DumpParamAsImage":
-        "not provided: write images from a callback with self.trainer.monitors.put_image(name, array)",
-    "tensorpack.callbacks.graph.DumpTensorAsImage":
-        "not provided: write images from a callback with self.trainer.monitors.put_image(name, array)",
-    "tensorpack.callbacks.hooks.CallbackToHook": "not provided: TensorFlow 2 has no SessionRunHooks",
-    "tensorpack.callbacks.hooks.HookToCallback": "not provided: TensorFlow 2 has no SessionRunHooks",
-    "tensorpack.callbacks.hooks.TFLocalCLIDebugHook": "not provided: TensorFlow 2 has no SessionRunHooks",
-    "tensorpack.callbacks.inference_runner.InferenceRunnerBase": "not provided: subclass InferenceRunner",
-    "tensorpack.callbacks.monitor.CometMLMonitor":
-        "not provided: a monitor for comet.ml (comet_ml, not a trainstack dependency); write a MonitorBase subclass "
-        "whose process_scalar logs to your comet_ml.Experiment",
-    "tensorpack.callbacks.prof.GPUMemoryTracker": "replaced by PeakMemoryTracker",
-    "tensorpack.callbacks.prof.HostMemoryTracker": "replaced by PeakMemoryTracker",
-    "tensorpack.dataflow.dataset.caltech101.Caltech101Silhouettes":
-        "not provided: read them with a DataFlow of your own",
-    "tensorpack.dataflow.dataset.ilsvrc.TinyImageNet": "not provided: read them with a DataFlow of your own",
-    "tensorpack.dataflow.dataset.places.Places365Standard": "not provided: read them with a DataFlow of your own",
-    "tensorpack.dataflow.imgaug.deform.GaussianDeform":
-        "not provided: tensorpack 0.11 keeps it out of its public API (the module's __all__ is empty, and tensorpack.dataflow.imgaug does not export it); use imgaug.Affine or a MapImage of your own",
-    "tensorpack.dataflow.imgaug.deform.GaussianMap":
-        "not provided: tensorpack 0.11 keeps it out of its public API (the module's __all__ is empty, and tensorpack.dataflow.imgaug does not export it); use imgaug.Affine or a MapImage of your own",
-    "tensorpack.dataflow.imgaug.deform.np_sample":
-        "not provided: tensorpack 0.11 keeps it out of its public API (the module's __all__ is empty, and tensorpack.dataflow.imgaug does not export it); use scipy.ndimage.map_coordinates",
-    "tensorpack.dataflow.imgaug.external.Albumentations":
-        "not provided: a wrapper of the albumentations library (not a trainstack dependency); wrap its transform in imgaug.MapImage(lambda img: transform(image=img)[\"image\"])",
-    "tensorpack.dataflow.imgaug.external.IAAugmentor":
-        "not provided: a wrapper of the imgaug library, which is unmaintained and does not install with NumPy 2; wrap its augmenter in imgaug.MapImage",
-    "tensorpack.graph_builder.utils.allreduce_grads":
-        "not provided: the data-parallel trainers all-reduce the gradients themselves",
+    "tensorpack.callbacks.hooks.CallbackToHook":
+        "not provided: TensorFlow 2 runs no SessionRunHooks (tf.compat.v1.train.SessionRunHook runs only in a TF1 "
+        "MonitoredSession, which the trainers do not use); write a Callback: before_run returns fetch names, "
+        "after_run gets their values",
+    "tensorpack.callbacks.hooks.HookToCallback":
+        "not provided: TensorFlow 2 runs no SessionRunHooks (tf.compat.v1.train.SessionRunHook runs only in a TF1 "
+        "MonitoredSession, which the trainers do not use); write a Callback: before_run returns fetch names, "
+        "after_run gets their values",
+    "tensorpack.callbacks.hooks.TFLocalCLIDebugHook":
+        "not provided: it runs tfdbg's LocalCLIDebugHook, a TF1 SessionRunHook; TensorFlow 2 has neither: use "
+        "tf.debugging.experimental.enable_dump_debug_info(logdir) and TensorBoard's Debugger V2",
+    "tensorpack.callbacks.inference_runner.InferenceRunnerBase":
+        "not provided: its protocol is TensorFlow 1's (register_hook of SessionRunHooks run in a HookedSession over "
+        "trainer.sess); subclass InferenceRunner (trainstack.towers), whose trigger runs its Inferencers",
     "tensorpack.input_source.input_source.PlaceholderInput": "replaced by FeedInput (no placeholders in TF2)",
     "tensorpack.input_source.input_source.ZMQInput":
         "replaced by RemoteInput (+ serve_dataflow on the sender side), or MultiProcessInput",
-    "tensorpack.input_source.input_source_base.remap_input_source":
-        "not provided: map the dataflow (MapData) or the tensors in build_graph",
-    "tensorpack.models.common.rename_tflayer_get_variable":
-        "not provided: tf.layers does not exist in TensorFlow 2; use the layer functions",
     "tensorpack.models.regularize.regularize_cost_from_collection":
-        "replaced by regularize_cost over the layer functions' variables, or sum(model.losses) of Keras layers made with kernel_regularizer=",
-    "tensorpack.models.shape_utils.DynamicLazyAxis":
-        "not provided: tensorpack 0.11 keeps it out of its public API (the module's __all__ is empty, and tensorpack.models does not export it); use tf.shape(x) and x.shape",
-    "tensorpack.models.shape_utils.StaticDynamicAxis":
-        "not provided: tensorpack 0.11 keeps it out of its public API (the module's __all__ is empty, and tensorpack.models does not export it); use tf.shape(x) and x.shape",
-    "tensorpack.models.shape_utils.StaticDynamicShape":
-        "not provided: tensorpack 0.11 keeps it out of its public API (the module's __all__ is empty, and tensorpack.models does not export it); use tf.shape(x) and x.shape",
-    "tensorpack.models.shape_utils.StaticLazyAxis":
-        "not provided: tensorpack 0.11 keeps it out of its public API (the module's __all__ is empty, and tensorpack.models does not export it); use tf.shape(x) and x.shape",
-    "tensorpack.predict.base.PredictorBase": "not provided: predictors are plain callables",
-    "tensorpack.predict.concurrency.MultiThreadAsyncPredictor":
-        "not provided: batch the requests and call an OfflinePredictor",
+        "replaced by regularize_cost over the layer functions' variables, or sum(model.losses) of Keras layers "
+        "made with kernel_regularizer= (it sums the REGULARIZATION_LOSSES collection, which TensorFlow 2 does not "
+        "keep: the TF1 room refuses get_variable's and tf.layers' regularizer= arguments that filled it)",
     "tensorpack.predict.dataset.MultiProcessDatasetPredictor":
-        "not provided: a TF2 process per predictor gains nothing over batching; use SimpleDatasetPredictor with BatchData",
-    "tensorpack.predict.multigpu.DataParallelOfflinePredictor":
-        "replaced by trainer.get_predictors(...) (one per device) and DataParallelInferenceRunner",
-    "tensorpack.predict.multigpu.MultiTowerOfflinePredictor":
-        "replaced by trainer.get_predictors(...) (one per device) and DataParallelInferenceRunner",
-    "tensorpack.tfutils.collection.backup_collection": "not provided: TF1 graph collections do not exist",
-    "tensorpack.tfutils.collection.freeze_collection": "not provided: TF1 graph collections do not exist",
-    "tensorpack.tfutils.collection.restore_collection": "not provided: TF1 graph collections do not exist",
+        "not provided: it sends the PredictConfig to a process per GPU, each making its own TF1 session; "
+        "trainstack's predictors are traced functions of the model in this process: use SimpleDatasetPredictor "
+        "with BatchData, or MultiTowerOfflinePredictor for several GPUs",
+    "tensorpack.tfutils.collection.backup_collection":
+        "not provided: it saves and rewrites TF1 graph collections in place (get_collection_ref); TensorFlow 2 "
+        "keeps none, and the TF1 room answers the variable collections from the model while a tower is traced, "
+        "storing nothing to back up or freeze",
+    "tensorpack.tfutils.collection.freeze_collection":
+        "not provided: it saves and rewrites TF1 graph collections in place (get_collection_ref); TensorFlow 2 "
+        "keeps none, and the TF1 room answers the variable collections from the model while a tower is traced, "
+        "storing nothing to back up or freeze",
+    "tensorpack.tfutils.collection.restore_collection":
+        "not provided: it saves and rewrites TF1 graph collections in place (get_collection_ref); TensorFlow 2 "
+        "keeps none, and the TF1 room answers the variable collections from the model while a tower is traced, "
+        "storing nothing to back up or freeze",
     "tensorpack.tfutils.common.get_default_sess_config":
         "replaced by RuntimeConfig (threads, GPU memory growth, soft placement, XLA)",
-    "tensorpack.tfutils.dependency.dependency_of_fetches":
-        "not provided: TensorFlow 2 has no session fetches; compute it in the step function",
-    "tensorpack.tfutils.dependency.dependency_of_targets":
-        "not provided: TensorFlow 2 has no session fetches; compute it in the step function",
     "tensorpack.tfutils.distributed.get_distributed_session_creator":
         "replaced by DistributedTrainerParameterServer / DistributedTrainerReplicated (trainstack.distributed): TensorFlow 2 has no sessions",
     "tensorpack.tfutils.sesscreate.NewSessionCreator":
@@ -112,8 +87,6 @@ REPLACED: dict[str, str] = {
         "replaced by save_chkpt_vars({v.name: v.numpy() for v in variables}, path) or ModelSaver (TensorFlow 2 has no sessions)",
     "tensorpack.train.trainers.BytePSTrainer":
         "not provided: BytePS has no release for TensorFlow 2.21; use HorovodTrainer",
-    "tensorpack.utils.concurrency.ShareSessionThread":
-        "not provided: TensorFlow 2 has no default session to share; use a plain threading.Thread",
     "tensorpack.utils.loadcaffe.get_caffe_pb":
         "not provided: it needs Caffe, or caffe.proto downloaded and compiled by protoc at run time; convert the model to .npz once with tensorpack 0.11 (python -m tensorpack.utils.loadcaffe PROTOTXT CAFFEMODEL OUT.npz) and load it with SmartInit / DictRestore",
     "tensorpack.utils.loadcaffe.load_caffe":

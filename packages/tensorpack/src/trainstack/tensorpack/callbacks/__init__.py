@@ -50,8 +50,10 @@ from trainstack.towers import (
 
 from .._replaced import stand_in_names, unprovided
 from .concurrency import StartProcOrThread
+from .graph import DumpParamAsImage, DumpTensorAsImage
 from .misc import InjectShell, SendStat
-from .monitor import SendMonitorData
+from .monitor import CometMLMonitor, SendMonitorData
+from .prof import GPUMemoryTracker, HostMemoryTracker
 from .steps import TensorPrinter
 
 __all__ = [
@@ -64,7 +66,8 @@ __all__ = [
     "PeakMemoryTracker", "ThroughputTracker", "ModelSaver", "MinSaver", "MaxSaver", "ProgressBar",
     "MovingAverageSummary", "MergeAllSummaries", "SimpleMovingAverage", "PeriodicTrigger", "PeriodicCallback",
     "EnableCallbackIf", "SessionRunTimeout", "StartProcOrThread", "TensorPrinter", "SendStat",
-    "InjectShell", "SendMonitorData"
+    "InjectShell", "SendMonitorData", "DumpTensorAsImage", "DumpParamAsImage", "CometMLMonitor", "GPUMemoryTracker",
+    "HostMemoryTracker"
 ]
 
 __all__ += stand_in_names(__name__)

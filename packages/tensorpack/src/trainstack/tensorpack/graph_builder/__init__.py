@@ -3,9 +3,9 @@ package's ``utils``."""
 from trainstack.tensorpack.tf1 import DataParallelBuilder
 
 from .._replaced import stand_in_names, unprovided
-from .utils import LeastLoadedDeviceSetter
+from .utils import LeastLoadedDeviceSetter, allreduce_grads
 
-__all__ = ["DataParallelBuilder", "LeastLoadedDeviceSetter"]
+__all__ = ["DataParallelBuilder", "LeastLoadedDeviceSetter", "allreduce_grads"]
 
 __all__ += stand_in_names(__name__)
 

@@ -11,11 +11,11 @@ from .input_source import (
     TensorInput,
     TFDatasetInput,
 )
-from .input_source_base import InputSource
+from .input_source_base import InputSource, remap_input_source
 
 __all__ = [
     "FeedInput", "FeedfreeInput", "QueueInput", "BatchQueueInput", "DummyConstantInput", "TensorInput",
-    "TFDatasetInput", "StagingInput", "InputSource"
+    "TFDatasetInput", "StagingInput", "InputSource", "remap_input_source"
 ]
 
 __all__ += stand_in_names(__name__)

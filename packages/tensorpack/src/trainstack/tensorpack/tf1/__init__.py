@@ -14,6 +14,7 @@ modules and the tests that prove them):
 - optimizers.py ``opt.minimize``, ``tf.control_dependencies`` between them
 - train_optimizers.py ``tf.compat.v1.train.AdamOptimizer`` & co.: Keras optimizers running TF1's rules
 - graph_collections.py ``tf.compat.v1.get_collection``, ``trainable_variables``, ``global_variables``
+- trainable.py  the model's variables as those collections list them (``model_variables``)
 - recording.py  custom trainers that build their graph in ``__init__`` (GAN trainers): their towers
 - recorded_ops.py  what such an ``__init__`` records besides: ``minimize``, ``tf.add_n``, the step
 - step_counter.py ``get_global_step_var``
@@ -82,6 +83,7 @@ from .summaries import add_param_summary
 from .switch import TF1CallError
 from .tower import TowerContext, TowerFunc
 from .train_optimizers import apply_grad_processors
+from .trainable import variables_of as model_variables
 from .trainers import (
                      AsyncMultiGPUTrainer,
                      MultiGPUTrainerBase,
@@ -106,7 +108,7 @@ __all__ = [
     "HorovodTrainer", "DistributedTrainerReplicated", "DistributedTrainerParameterServer", "minimize", "GraphOp", "GraphBuildError",
     "add_param_summary", "regularize_cost", "l2_regularizer", "l1_regularizer", "get_global_step_var", "last_trainer",
     "tfv1", "get_num_gpu", "KerasPhaseCallback", "KerasModel", "setup_keras_trainer", "DataParallelBuilder",
-    "auto_reuse_variable_scope", "under_variable_scope", "producing_for",
+    "auto_reuse_variable_scope", "under_variable_scope", "producing_for", "model_variables",
     "FeedfreeTrainerBase", "SingleCostFeedfreeTrainer", "SimpleFeedfreeTrainer", "legacy_get_predictor",
     "TrainConfig", "AutoResumeTrainConfig",
     # tensorpack.models' layer functions and tfutils' argscope / varreplace (layers/)

@@ -1,4 +1,5 @@
-"""tensorpack 0.11's ``tensorpack.utils.concurrency``: stoppable threads and process helpers."""
+"""tensorpack 0.11's ``tensorpack.utils.concurrency``: stoppable threads, a thread sharing the default session,
+and process helpers."""
 from __future__ import annotations
 
 import atexit
@@ -14,7 +15,7 @@ from typing import Any
 from .._replaced import stand_in_names, unprovided
 from .argtools import log_once
 
-__all__ = ["StoppableThread", "LoopThread", "ensure_proc_terminate", "start_proc_mask_signal"]
+__all__ = ["StoppableThread", "ShareSessionThread", "LoopThread", "ensure_proc_terminate", "start_proc_mask_signal"]
 
 
 class StoppableThread(threading.Thread):
@@ -124,6 +125,49 @@ def start_proc_mask_signal(proc: Any) -> None:
                 log_once("Starting a process with 'fork' method is efficient but not safe and may cause deadlock "
                          "or crash. Use 'forkserver' or 'spawn' method instead if you run into such issues.", "warn")
             p.start()
+
+
+class ShareSessionThread(threading.Thread):
+    """A thread (``th``'s ``run``, or a subclass's) that runs in the TF1 default session of the thread that
+    started it, as tensorpack's: a script's callback runs in the TF1 room's session of its graph, and a thread
+    it starts shares it. Started where there is no default session (TensorFlow 2's eager code needs none), it
+    runs without one, where tensorpack's failed on ``None.as_default()``."""
+
+    def __init__(self, th: threading.Thread | None = None) -> None:
+        super().__init__()
+        self._th = None
+        self._sess: Any = None
+        if th is not None:
+            if not isinstance(th, threading.Thread):
+                raise TypeError(f"ShareSessionThread(th=...) must be a threading.Thread, got {th!r}")
+            self._th = th
+            self.name = th.name
+            self.daemon = th.daemon
+
+    @contextmanager
+    def default_sess(self) -> Iterator[Any]:
+        """The shared session as the default one (None, with a warning, when there was none at ``start()``)."""
+        if self._sess is not None:
+            with self._sess.as_default():
+                yield self._sess
+        else:
+            log_once(f"ShareSessionThread {self.name} wasn't under a default session!", "warn")
+            yield None
+
+    def start(self) -> None:
+        import tensorflow as tf  # noqa: PLC0415 - only a started thread needs TensorFlow
+
+        self._sess = tf.compat.v1.get_default_session()
+        super().start()
+
+    def run(self) -> None:
+        if self._th is None:
+            raise NotImplementedError("ShareSessionThread without th=: override run()")
+        if self._sess is None:
+            self._th.run()
+            return
+        with self._sess.as_default():
+            self._th.run()
 
 
 __all__ += stand_in_names(__name__)

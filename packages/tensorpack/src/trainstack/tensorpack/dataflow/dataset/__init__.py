@@ -1,4 +1,5 @@
-"""tensorpack 0.11's ``tensorpack.dataflow.dataset``: its names from ``trainstack.dataflow.dataset``."""
+"""tensorpack 0.11's ``tensorpack.dataflow.dataset``: its names from ``trainstack.dataflow.dataset``, and
+``TinyImageNet``, ``Places365Standard`` and ``Caltech101Silhouettes`` of this layer."""
 from trainstack.dataflow.dataset import (
     BSDS500,
     ILSVRC12,
@@ -13,10 +14,13 @@ from trainstack.dataflow.dataset import (
 )
 
 from ..._replaced import stand_in_names, unprovided
+from .caltech101 import Caltech101Silhouettes
+from .ilsvrc import TinyImageNet
+from .places import Places365Standard
 
 __all__ = [
     "BSDS500", "CifarBase", "Cifar10", "Cifar100", "ILSVRCMeta", "ILSVRC12", "ILSVRC12Files", "Mnist",
-    "FashionMnist", "SVHNDigit"
+    "FashionMnist", "SVHNDigit", "Caltech101Silhouettes", "TinyImageNet", "Places365Standard"
 ]
 
 __all__ += stand_in_names(__name__)

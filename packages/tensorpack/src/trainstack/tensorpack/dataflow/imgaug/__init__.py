@@ -1,4 +1,5 @@
-"""tensorpack 0.11's ``tensorpack.dataflow.imgaug``: its names from ``trainstack.dataflow.imgaug``."""
+"""tensorpack 0.11's ``tensorpack.dataflow.imgaug``: its names from ``trainstack.dataflow.imgaug``, and
+``IAAugmentor``, ``Albumentations`` and ``deform``'s names of this layer."""
 from trainstack.dataflow.imgaug import (
     Affine,
     Augmentor,
@@ -54,6 +55,8 @@ from trainstack.dataflow.imgaug import (
 )
 
 from ..._replaced import stand_in_names, unprovided
+from .deform import GaussianDeform, GaussianMap, np_sample
+from .external import Albumentations, IAAugmentor
 
 __all__ = [
     "Augmentor", "ImageAugmentor", "AugmentorList", "PhotometricAugmentor", "ColorSpace", "Grayscale", "ToUint8",
@@ -63,7 +66,8 @@ __all__ = [
     "MinMaxNormalize", "RandomChooseAug", "MapImage", "Identity", "RandomApplyAug", "RandomOrderAug", "Flip",
     "Resize", "RandomResize", "ResizeShortestEdge", "Transpose", "JpegNoise", "GaussianNoise", "SaltPepperNoise",
     "CenterPaste", "BackgroundFiller", "ConstantBackgroundFiller", "RandomPaste", "Transform", "ResizeTransform",
-    "CropTransform", "FlipTransform", "TransformList", "TransformFactory"
+    "CropTransform", "FlipTransform", "TransformList", "TransformFactory", "IAAugmentor", "Albumentations",
+    "GaussianMap", "np_sample", "GaussianDeform"
 ]
 
 __all__ += stand_in_names(__name__)

@@ -1,0 +1,125 @@
+"""tensorpack 0.11's ``MultiTowerOfflinePredictor``, ``DataParallelOfflinePredictor`` and
+``MultiThreadAsyncPredictor`` on the towers layer's predictors, measured against the model's formula
+(``y = x @ W + b`` with restored weights) on '/cpu:0' towers (no GPU here) or GPUs."""
+from __future__ import annotations
+
+import threading
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from trainstack.tensorpack import (
+    DataParallelOfflinePredictor,
+    DictRestore,
+    ModelDesc,
+    MultiThreadAsyncPredictor,
+    MultiTowerOfflinePredictor,
+    OfflinePredictor,
+    OnlinePredictor,
+    PredictConfig,
+    PredictorBase,
+)
+
+RNG = np.random.RandomState(0)
+W, B = RNG.rand(3, 2).astype(np.float32), RNG.rand(2).astype(np.float32)
+
+
+class Linear(ModelDesc):
+    def inputs(self):
+        return [tf.TensorSpec([None, 3], tf.float32, "x")]
+
+    def build_graph(self, x):
+        w = tf.compat.v1.get_variable("W", [3, 2])
+        b = tf.compat.v1.get_variable("b", [2])
+        tf.identity(tf.matmul(x, w) + b, name="y")
+        tf.identity(tf.reduce_sum(x, axis=1), name="s")
+
+
+def config(**kwargs):
+    return PredictConfig(model=Linear(), input_names=["x"], output_names=["y", "s"],
+                         session_init=DictRestore({"W": W, "b": B}), **kwargs)
+
+
+def test_multi_tower_predictor_gives_one_restored_predictor_per_tower():
+    pred = MultiTowerOfflinePredictor(config(), [0, 1])
+    x = RNG.rand(4, 3).astype(np.float32)
+    y, s = pred(x)
+    np.testing.assert_allclose(y, x @ W + B, rtol=1e-6)
+    np.testing.assert_allclose(s, x.sum(1), rtol=1e-6)
+    towers = pred.get_predictors()
+    assert [p.tower_name for p in towers] == ["tower0", "tower1"]
+    want_device = "/gpu:1" if tf.config.list_logical_devices("GPU") else "/cpu:0"
+    assert towers[1].device == want_device
+    for p in towers:
+        np.testing.assert_allclose(p(x)[0], x @ W + B, rtol=1e-6)
+    assert pred.get_predictor(3) == [towers[0], towers[1], towers[0]]
+    (inputs, outputs) = MultiTowerOfflinePredictor(config(return_input=True), [0])(x)
+    assert inputs[0] is x and np.allclose(outputs[0], x @ W + B)
+
+
+def test_data_parallel_predictor_takes_and_gives_each_towers_arrays_in_turn():
+    pred = DataParallelOfflinePredictor(config(), [0, 1])
+    x0, x1 = RNG.rand(2, 3).astype(np.float32), RNG.rand(5, 3).astype(np.float32)
+    y0, s0, y1, s1 = pred(x0, x1)
+    np.testing.assert_allclose(y0, x0 @ W + B, rtol=1e-6)
+    np.testing.assert_allclose(y1, x1 @ W + B, rtol=1e-6)
+    np.testing.assert_allclose(s0, x0.sum(1), rtol=1e-6)
+    np.testing.assert_allclose(s1, x1.sum(1), rtol=1e-6)
+    with pytest.raises(ValueError, match="2 arrays in all, got 1"):
+        pred(x0)
+
+
+def test_towers_must_be_gpu_ids():
+    with pytest.raises(ValueError, match="non-empty list of GPU ids"):
+        MultiTowerOfflinePredictor(config(), [])
+
+
+def test_async_predictor_batches_queued_datapoints_and_resolves_each_future():
+    calls = []
+    offline = OfflinePredictor(config())
+
+    def predictor(x):  # records each batch it was called on
+        calls.append(len(x))
+        return offline(x)
+
+    xs = RNG.rand(12, 3).astype(np.float32)
+    done = []
+    async_pred = MultiThreadAsyncPredictor([predictor], batch_size=5)
+    futures = [async_pred.put_task([x], callback=lambda f: done.append(f)) for x in xs]  # queued before start
+    with async_pred:
+        results = [f.result(timeout=30) for f in futures]
+        assert np.allclose(async_pred(xs[0])[0], xs[0] @ W + B)
+    for x, (y, s) in zip(xs, results):
+        np.testing.assert_allclose(y, x @ W + B, rtol=1e-6)
+        np.testing.assert_allclose(s, x.sum(), rtol=1e-6)
+    assert calls[:3] == [5, 5, 2] and len(done) == 12  # batches of at most batch_size, without waiting
+    assert not any(t.is_alive() for t in async_pred.threads)
+    assert not [t for t in threading.enumerate() if t.name.startswith("PredictorWorkerThread")]
+
+
+def test_async_predictor_passes_a_predictors_error_to_the_future():
+    def broken(x):
+        raise RuntimeError("boom")
+
+    with MultiThreadAsyncPredictor([broken, broken]) as pred:
+        with pytest.raises(RuntimeError, match="boom"):
+            pred.put_task([np.zeros(3)]).result(timeout=30)
+    with pytest.raises(ValueError, match="return_input"):
+        MultiThreadAsyncPredictor([OfflinePredictor(config(return_input=True))])
+
+
+def test_predictor_base_is_tensorpacks_abstract_predictor():
+    class Doubler(PredictorBase):
+        def _do_call(self, dp):
+            return [2 * x for x in dp]
+
+    assert Doubler()(1, 2) == [2, 4]
+    echo = Doubler()
+    echo.return_input = True
+    assert echo(3) == ((3,), [6])
+    with pytest.raises(TypeError):
+        PredictorBase()  # abstract, as tensorpack's
+    assert issubclass(OnlinePredictor, PredictorBase) and isinstance(OfflinePredictor(config()), PredictorBase)
+    assert issubclass(MultiThreadAsyncPredictor, PredictorBase) and issubclass(MultiTowerOfflinePredictor,
+                                                                               PredictorBase)
