@@ -1,0 +1,245 @@
+"""tensorpack's other ImageNet-family and image examples, ported by the port command and run as a user runs them.
+
+The scripts are tensorpack's own, byte for byte, from commit 1547a54 (``tests/tensorpack/examples/``, provenance
+in its README.md): ``ImageNetModels/CAM-resnet.py`` (``examples/Saliency/``) and ``load-resnet.py``
+(``examples/ResNet/``), next to the ``imagenet_utils.py`` and ``resnet_model.py`` their tensorpack folders link
+to; ``ResNet/cifar10-preact18-mixup.py``; ``DoReFa-Net/alexnet-dorefa.py`` and ``resnet-dorefa.py`` with that
+folder's ``imagenet_utils.py`` (a link in tensorpack); ``HED/hed.py``; ``Saliency/saliency-maps.py``. Each folder
+is ported as a whole (import lines only) and each script runs in a subprocess, on small data in its dataset's
+real format (``example_data.py``), training capped by ``run_example.py``. Inference modes load checkpoints in
+the format the script reads: a ``.npz`` of its variables' tensorpack names (random weights, the last layer set
+so that what the script prints follows from it), or, for ``load-resnet.py``, caffe's names, whose predictions
+are checked against the same network written in plain TensorFlow. A script that stops in tensorpack too, as
+written on a CPU, is checked to stop there, and runs with the one line in its way changed.
+"""
+from __future__ import annotations
+
+import ast
+import importlib.util
+import re
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from test_imagenet_examples import assert_import_lines_only, eval_errors
+from test_more_examples import fails
+from test_tensorpack_examples import run
+
+from trainstack.tensorpack.port import main
+
+EXAMPLES = Path(__file__).parent / "examples"
+VAL_IMAGES = 8   # labels 0, 1, 2, 3, 0, 1, 2, 3 (example_data.write_ilsvrc12)
+
+
+def port(folder: str, out: Path) -> Path:
+    """``EXAMPLES/folder`` ported into ``out/folder``; asserts only import lines changed."""
+    target = out / folder
+    assert main([str(EXAMPLES / folder), "--out", str(target)]) == 0
+    for p in (EXAMPLES / folder).glob("*.py"):
+        assert_import_lines_only(p.read_bytes(), (target / p.name).read_bytes())
+    return target
+
+
+def change_line(script: Path, old: bytes, new: bytes) -> None:
+    source = script.read_bytes()
+    assert source.count(old) == 1, old
+    script.write_bytes(source.replace(old, new))
+
+
+def load_module(script: Path) -> object:
+    """The ported ``script`` imported as a module (its ``__main__`` part not run), with its folder's
+    modules; ``sys.path`` and ``sys.modules`` as they were afterwards."""
+    before = set(sys.modules)
+    sys.path.insert(0, str(script.parent))
+    try:
+        spec = importlib.util.spec_from_file_location(script.stem.replace("-", "_"), script)
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+    finally:
+        sys.path.remove(str(script.parent))
+        for name in set(sys.modules) - before:
+            if getattr(sys.modules[name], "__file__", None) and str(script.parent) in sys.modules[name].__file__:
+                del sys.modules[name]
+    return module
+
+
+def variable_shapes(module: object, output: str, **globals_: object) -> dict[str, tuple[int, ...]]:
+    """The TF1 names and shapes of the variables of the script's ``Model`` (built once by a predictor)."""
+    from trainstack.tensorpack import OfflinePredictor, PredictConfig
+    vars(module).update(globals_)
+    predictor = OfflinePredictor(PredictConfig(model=module.Model(), input_names=["input", "label"],
+                                               output_names=[output]))
+    return {v.name[:-2]: tuple(v.shape) for v in predictor.tower_func.variables}
+
+
+def random_weights(shapes: dict[str, tuple[int, ...]], seed: int = 0) -> dict[str, np.ndarray]:
+    """He-scaled kernels, BatchNorm statistics near (0, 1), small biases: finite activations."""
+    rng = np.random.RandomState(seed)
+    out = {}
+    for name, shape in shapes.items():
+        if name.endswith(("variance/EMA", "gamma")):
+            out[name] = rng.uniform(0.5, 1.5, shape)
+        elif len(shape) > 1:
+            out[name] = rng.normal(size=shape) * np.sqrt(2.0 / np.prod(shape[:-1]))
+        else:
+            out[name] = 0.1 * rng.normal(size=shape)
+    return {k: v.astype("float32") for k, v in out.items()}
+
+
+def class_bias() -> np.ndarray:
+    """A last-layer bias ranking classes 2, 0, 7, 9, 11 first: with a zero kernel, every image is
+    class 2 (top-1 error 6/8 on the 8 validation images) and has classes 0 and 2 in its top 5 (top-5
+    error 4/8)."""
+    b = np.zeros(1000, "float32")
+    b[[2, 0, 7, 9, 11]] = [5, 4, 3, 2, 1]
+    return b
+
+
+@pytest.fixture
+def ilsvrc(tmp_path):
+    import example_data
+    return Path(example_data.write_ilsvrc12(str(tmp_path / "data"), val=VAL_IMAGES))
+
+
+# -- Saliency/CAM-resnet.py --------------------------------------------------------------------------------
+#: CAM-resnet.py imports the pre-activation blocks by the names resnet_model.py had before tensorpack's commit
+#: de6a2fe ("More general resnet blocks") renamed them preact_*: an ImportError in tensorpack as here
+CAM_IMPORT = (b"from resnet_model import preresnet_basicblock, preresnet_group\n",
+              b"from resnet_model import preact_basicblock as preresnet_basicblock, preact_group as preresnet_group\n")
+#: on a CPU get_num_gpu() is 0 and BATCH_SIZE = TOTAL_BATCH_SIZE // num_gpu divides by it; tensorpack's
+#: alexnet-dorefa.py and hed.py write what the script needs
+CAM_GPUS = (b"    num_gpu = get_num_gpu()\n", b"    num_gpu = max(get_num_gpu(), 1)\n")
+
+
+def test_cam_resnet_stops_where_tensorpack_stops_then_writes_its_class_activation_maps(tmp_path, ilsvrc):
+    import cv2
+    pytest.importorskip("matplotlib", reason="viz.intensity_to_rgb needs it, as tensorpack's")
+    folder = port("ImageNetModels", tmp_path / "ported")
+    script = folder / "CAM-resnet.py"
+    defined = {n.name for n in ast.parse((folder / "resnet_model.py").read_text()).body
+               if isinstance(n, ast.FunctionDef)}
+    assert {"preact_basicblock", "preact_group"} <= defined and "preresnet_basicblock" not in defined
+    err = fails([script, "--data", ilsvrc], tmp_path, ilsvrc.parent)
+    assert "ImportError: cannot import name 'preresnet_basicblock' from 'resnet_model'" in err, err[-2000:]
+
+    change_line(script, *CAM_IMPORT)
+    err = fails([script, "--cam", "--data", ilsvrc], tmp_path, ilsvrc.parent)
+    assert "BATCH_SIZE = TOTAL_BATCH_SIZE // num_gpu" in err and "ZeroDivisionError" in err, err[-2000:]
+
+    change_line(script, *CAM_GPUS)
+    weights = random_weights(variable_shapes(load_module(script), "wrong-top1", DEPTH=18))
+    weights["linearnew/W"] *= 0.05
+    weights["linearnew/b"][0] = 1000.0   # every image is class 0: right on validation images 0 and 4
+    np.savez(tmp_path / "cam.npz", **weights)
+    out = run([script, "--cam", "--load", tmp_path / "cam.npz", "--data", ilsvrc], tmp_path, ilsvrc.parent)
+    assert "Restored 90 variables" in out
+    # viz_cam writes one image per rightly classified one: the 224x224 center crop, the heatmap of
+    # linearnew/W's class-0 column over group3new's 14x14 maps, and their blend, side by side
+    written = sorted(tmp_path.glob("cam*.jpg"))
+    assert [p.name for p in written] == ["cam0-n01440764 class 0.jpg", "cam1-n01440764 class 0.jpg"], written
+    for k, path in zip((0, 4), written):
+        image, heatmap, blend = np.split(cv2.imread(str(path)).astype("float32"), 3, axis=1)
+        assert image.shape == (224, 224, 3)
+        val = cv2.imread(str(ilsvrc / "val" / f"ILSVRC2012_val_{k + 1:08d}.JPEG"))
+        crop = cv2.resize(val, (341, 256))[16:240, 58:282]   # ResizeShortestEdge(256), CenterCrop(224)
+        assert np.abs(image - crop).mean() < 8, np.abs(image - crop).mean()   # JPEG twice
+        assert np.abs(blend - (image + heatmap) / 2).mean() < 6
+        assert heatmap.std() > 10   # intensity_to_rgb of a map that varies
+
+
+# -- ResNet/load-resnet.py ---------------------------------------------------------------------------------
+def caffe_resnet50(rng: np.random.RandomState) -> dict[str, np.ndarray]:
+    """Kaiming's ResNet-50 by caffe's names, as tensorpack's ``loadcaffe`` wrote it to ``.npz`` (``res2a_branch2a/W``,
+    ``bn2a_branch2a/mean/EMA``, ...), random: He-scaled kernels, BatchNorm statistics near (0, 1)."""
+    p = {}
+
+    def conv_bn(conv: str, bn: str, k: int, cin: int, cout: int) -> None:
+        p[f"{conv}/W"] = rng.normal(size=(k, k, cin, cout)) * np.sqrt(2.0 / (k * k * cin))
+        p[f"{bn}/gamma"], p[f"{bn}/beta"] = rng.uniform(0.5, 1.5, cout), rng.normal(0, 0.1, cout)
+        p[f"{bn}/mean/EMA"], p[f"{bn}/variance/EMA"] = rng.normal(0, 0.1, cout), rng.uniform(0.5, 1.5, cout)
+
+    conv_bn("conv1", "bn_conv1", 7, 3, 64)
+    cin = 64
+    for group, (count, ch) in enumerate(zip([3, 4, 6, 3], [64, 128, 256, 512]), 2):
+        for b in range(count):
+            block = f"{group}{'abcdef'[b]}"
+            if b == 0:
+                conv_bn(f"res{block}_branch1", f"bn{block}_branch1", 1, cin, 4 * ch)
+            for part, (k, i, o) in zip("abc", [(1, cin if b == 0 else 4 * ch, ch), (3, ch, ch), (1, ch, 4 * ch)]):
+                conv_bn(f"res{block}_branch2{part}", f"bn{block}_branch2{part}", k, i, o)
+        cin = 4 * ch
+    p["fc1000/W"], p["fc1000/b"] = rng.normal(size=(2048, 1000)), np.zeros(1000)
+    return {k: v.astype("float32") for k, v in p.items()}
+
+
+def resnet50_logits(p: dict[str, np.ndarray], images: np.ndarray) -> np.ndarray:
+    """load-resnet.py's network (caffe's padding, strides on the first 1x1 convolution), in plain TensorFlow,
+    NHWC, from the caffe-named weights: the reference its predictions must follow."""
+    import tensorflow as tf
+
+    def conv_bn(x, conv, bn, stride=1, padding="SAME"):
+        x = tf.nn.conv2d(x, p[f"{conv}/W"], stride, padding)
+        return tf.nn.batch_normalization(x, p[f"{bn}/mean/EMA"], p[f"{bn}/variance/EMA"], p[f"{bn}/beta"],
+                                         p[f"{bn}/gamma"], 1e-5)
+
+    x = tf.pad(tf.constant(images, tf.float32), [[0, 0], [3, 2], [3, 2], [0, 0]])
+    x = tf.nn.max_pool2d(tf.nn.relu(conv_bn(x, "conv1", "bn_conv1", 2, "VALID")), 3, 2, "SAME")
+    for group, (count, stride) in enumerate(zip([3, 4, 6, 3], [1, 2, 2, 2]), 2):
+        for b in range(count):
+            block, s = f"{group}{'abcdef'[b]}", stride if b == 0 else 1
+            shortcut = conv_bn(x, f"res{block}_branch1", f"bn{block}_branch1", s) if b == 0 else x
+            y = tf.nn.relu(conv_bn(x, f"res{block}_branch2a", f"bn{block}_branch2a", s))
+            y = tf.nn.relu(conv_bn(y, f"res{block}_branch2b", f"bn{block}_branch2b"))
+            x = tf.nn.relu(conv_bn(y, f"res{block}_branch2c", f"bn{block}_branch2c") + shortcut)
+    return (tf.reduce_mean(x, [1, 2]) @ p["fc1000/W"] + p["fc1000/b"]).numpy()
+
+
+def test_load_resnet_converts_caffes_names_and_predicts_what_its_weights_give(tmp_path, ilsvrc):
+    import cv2
+
+    from trainstack.tensorpack.dataflow import imgaug
+    from trainstack.tensorpack.dataflow.dataset import ILSVRCMeta
+    folder = port("ImageNetModels", tmp_path / "ported")
+    mean = ILSVRCMeta(str(ilsvrc.parent / "ilsvrc_metadata")).get_per_pixel_mean()[16:-16, 16:-16]
+    crop = imgaug.AugmentorList([imgaug.ResizeShortestEdge(256), imgaug.CenterCrop((224, 224))])
+    files = [ilsvrc / "val" / f"ILSVRC2012_val_{i + 1:08d}.JPEG" for i in range(VAL_IMAGES)]
+    images = np.stack([crop.augment(cv2.imread(str(f)).astype("float32")) - mean for f in files])
+    weights = caffe_resnet50(np.random.RandomState(0))
+    features_logits = resnet50_logits(weights, images)
+    weights["fc1000/W"] *= 10 / features_logits.std()   # logits of spread 10: a clear top 10
+    weights["fc1000/b"][:4] = 40   # classes 0-3 first, in an order that depends on the image
+    logits = resnet50_logits(weights, images)
+    np.savez(tmp_path / "caffe.npz", **weights)
+
+    out = run([folder / "load-resnet.py", "--load", tmp_path / "caffe.npz", "-d", "50", "--input", files[1],
+               "--convert", tmp_path / "converted.npz"], tmp_path, ilsvrc.parent)
+    converted = dict(np.load(tmp_path / "converted.npz"))
+    assert len(converted) == len(weights) == 267 and "Restored 267 variables" in out
+    np.testing.assert_array_equal(converted["group0/block0/convshortcut/bn/variance/EMA"],
+                                  weights["bn2a_branch1/variance/EMA"])
+    np.testing.assert_array_equal(converted["group3/block2/conv3/W"], weights["res5c_branch2c/W"])
+    np.testing.assert_array_equal(converted["linear/W"], weights["fc1000/W"])
+    printed = re.search(r"^\[([0-9 \n]+)\]$", out, re.M)
+    assert printed, out[-3000:]
+    top10 = [int(k) for k in printed.group(1).split()]
+    assert top10 == list(np.argsort(logits[1])[::-1][:10]), (top10, np.sort(logits[1])[::-1][:10])
+    print(f"load-resnet.py --input: top 10 {top10}, logits {np.round(np.sort(logits[1])[::-1][:3], 1)}")
+
+    # --eval restores with SmartRestore, which tensorpack renamed SmartInit before 1547a54 (commit 17b34c69)
+    # and 0.11 does not define: a NameError in tensorpack as here; SmartInit takes the same dict
+    args = [folder / "load-resnet.py", "--load", tmp_path / "caffe.npz", "-d", "50", "--eval", ilsvrc]
+    err = fails(args, tmp_path, ilsvrc.parent)
+    assert "NameError: name 'SmartRestore' is not defined" in err, err[-2000:]
+    tensorpack_0_11 = Path(importlib.util.find_spec("tensorpack").origin).parent   # not imported: it sets TF flags
+    assert not [p for p in tensorpack_0_11.rglob("*.py") if "SmartRestore" in p.read_text()]
+    change_line(folder / "load-resnet.py", b"eval_classification(Model(), SmartRestore(param), ds)",
+                b"eval_classification(Model(), SmartInit(param), ds)")
+    out = run(args, tmp_path, ilsvrc.parent)
+    # its validation dataflow resizes the uint8 images (ILSVRC12Files), --input the float32 one
+    logits = resnet50_logits(weights, np.stack([crop.augment(cv2.imread(str(f))) - mean for f in files]))
+    labels = np.arange(VAL_IMAGES) % 4
+    top1 = np.mean(logits.argmax(1) != labels)
+    top5 = np.mean([label not in np.argsort(row)[-5:] for row, label in zip(logits, labels)])
+    assert eval_errors(out) == (pytest.approx(top1), pytest.approx(top5))
+    print(f"load-resnet.py --eval: top-1 error {top1}, top-5 error {top5}, as the reference network's")
