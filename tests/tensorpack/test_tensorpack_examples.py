@@ -313,7 +313,9 @@ def test_svhn_digit_dorefa_trains_its_quantized_net_past_its_validation_error(tm
     import example_data
     example_data.write_svhn(str(tmp_path / "data"), {"train": 256, "extra": 256, "test": 256})
     changed = port_folder(EXAMPLES / "DoReFa-Net", tmp_path / "ported")
-    assert changed == {"dorefa.py": 1, "svhn-digit-dorefa.py": 5}   # dorefa.py: its TF1 import only
+    # dorefa.py: its TF1 import only; the ImageNet scripts beside it: test_image_examples.py
+    assert changed == {"alexnet-dorefa.py": 7, "dorefa.py": 1, "imagenet_utils.py": 12, "resnet-dorefa.py": 4,
+                       "svhn-digit-dorefa.py": 5}
     out = run([RUNNER, "--max-epoch", 2, "--steps-per-epoch", 10, tmp_path / "ported" / "svhn-digit-dorefa.py"],
               tmp_path, tmp_path / "data")
     # --dorefa 1,2,4 (its default): remap_variables binarizes the middle convolutions' weights only
