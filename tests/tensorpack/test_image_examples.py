@@ -10,7 +10,8 @@ real format (``example_data.py``), training capped by ``run_example.py``. Infere
 the format the script reads: a ``.npz`` of its variables' tensorpack names (random weights, the last layer set
 so that what the script prints follows from it), or, for ``load-resnet.py``, caffe's names, whose predictions
 are checked against the same network written in plain TensorFlow. A script that stops in tensorpack too, as
-written on a CPU, is checked to stop there, and runs with the one line in its way changed.
+written on a CPU, is checked to stop there, and runs with the line in its way changed (two lines for
+CAM-resnet.py, which stops twice).
 """
 from __future__ import annotations
 
