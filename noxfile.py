@@ -61,8 +61,8 @@ TEST_EXTRAS = {"dataflow": ["hypothesis>=6", "opencv-python-headless>=4.8", "lmd
                "towers": ["scikit-learn>=1.3", "tensorpack==0.11"],
                "distributed": ["pyyaml>=6"],  # tests/distributed/test_cluster_examples.py parses the manifests
                # tensorpack 0.11 beside trainstack.tensorpack: the oracle for its module tree (its
-               # dataflow and utils import without TF1)
-               "tensorpack": ["tensorpack==0.11"]}
+               # dataflow and utils import without TF1); matplotlib: CAM-resnet.py's intensity_to_rgb
+               "tensorpack": ["tensorpack==0.11", "matplotlib>=3.5"]}
 META = "trainstack"  # the meta-package's distribution, at the root
 
 

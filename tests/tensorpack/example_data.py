@@ -162,37 +162,42 @@ def blob_proto(array: np.ndarray) -> bytes:
     return head + varint(5 << 3 | 2) + varint(len(data)) + data
 
 
-def write_bsds500(root: str, n: int = 4) -> None:
-    """``root/bsds500_data/BSR/BSDS500/data/``: ``images/<split>/<id>.jpg`` (481x321 JPEGs, one in two
-    portrait as in the original) and ``groundTruth/<split>/<id>.mat``, each a 1 x 2 cell array of two
-    annotators' structs with ``Segmentation`` (uint16 regions) and ``Boundaries`` (uint8 0/1 edges),
-    as the originals. An image is a few discs of random grey levels on a smooth ramp; its edges are
-    the discs' outlines."""
+def write_bsds500(root: str, sizes: dict[str, int] | None = None) -> str:
+    """``root/BSR/BSDS500/data/``, BSDS500's layout: ``images/<split>/<id>.jpg`` (481x321 landscape or
+    321x481 portrait JPEGs) and ``groundTruth/<split>/<id>.mat``, each a MATLAB cell array ``groundTruth``
+    of one struct per annotator with ``Segmentation`` and ``Boundaries`` (uint8 0/1), as the originals.
+    An image is a few flat-coloured discs on a background; its annotators' boundaries are the discs' edges
+    (a second annotator skips one disc), so the edge maps average to 1 and 0.5. Returns ``root``."""
     import cv2
     import scipy.io
-    data = os.path.join(root, "bsds500_data", "BSR", "BSDS500", "data")
+    data = os.path.join(root, "BSR", "BSDS500", "data")
     rng = np.random.RandomState(50)
-    for split in ("train", "val", "test"):
+    for split, n in (sizes or {"train": 4, "val": 2, "test": 1}).items():
         os.makedirs(os.path.join(data, "images", split), exist_ok=True)
         os.makedirs(os.path.join(data, "groundTruth", split), exist_ok=True)
         for i in range(n):
-            h, w = (481, 321) if i % 2 else (321, 481)
-            ramp = np.linspace(40, 200, w)[None, :] * np.ones((h, 1))
-            regions = np.ones((h, w), np.uint16)
-            for k in range(3):
-                centre = (int(rng.randint(w // 4, 3 * w // 4)), int(rng.randint(h // 4, 3 * h // 4)))
-                cv2.circle(regions, centre, int(rng.randint(30, 90)), k + 2, -1)
-            grey = np.where(regions > 1, rng.uniform(0, 255, size=5)[regions], ramp)
-            image = np.repeat(np.clip(grey, 0, 255).astype(np.uint8)[..., None], 3, axis=2)
-            name = f"{100007 + 17 * i}"
-            cv2.imwrite(os.path.join(data, "images", split, f"{name}.jpg"), image)
-            boundaries = (cv2.Laplacian(regions.astype(np.float32), cv2.CV_32F) != 0).astype(np.uint8)
+            shape = (321, 481) if i % 2 == 0 else (481, 321)   # portrait images are stored as such
+            image = np.empty((*shape, 3), np.uint8)
+            image[:] = rng.randint(0, 256, size=3)
+            segments = []
+            for _ in range(3):
+                centre = (int(rng.randint(60, shape[1] - 60)), int(rng.randint(60, shape[0] - 60)))
+                radius = int(rng.randint(20, 60))
+                cv2.circle(image, centre, radius, tuple(int(c) for c in rng.randint(0, 256, size=3)), -1)
+                segments.append((centre, radius))
             annotators = np.empty((1, 2), dtype=object)
-            for a in range(2):
-                struct = np.empty((1, 1), dtype=[("Segmentation", object), ("Boundaries", object)])
-                struct[0, 0] = (regions, boundaries)
-                annotators[0, a] = struct
+            for k in range(2):
+                seg = np.ones(shape, np.uint16)
+                for j, (centre, radius) in enumerate(segments[k:]):
+                    cv2.circle(seg, centre, radius, j + 2, -1)
+                edges = np.zeros(shape, np.uint8)
+                edges[:, 1:] |= seg[:, 1:] != seg[:, :-1]
+                edges[1:, :] |= seg[1:, :] != seg[:-1, :]
+                annotators[0, k] = {"Segmentation": seg, "Boundaries": edges}
+            name = f"{100000 + 7 * i + len(split)}"
+            cv2.imwrite(os.path.join(data, "images", split, f"{name}.jpg"), image)
             scipy.io.savemat(os.path.join(data, "groundTruth", split, f"{name}.mat"), {"groundTruth": annotators})
+    return root
 
 
 def write_ptb(root: str, train_steps: int = 30, other_steps: int = 2, vocab: int = 50) -> int:

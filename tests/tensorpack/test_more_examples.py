@@ -82,7 +82,8 @@ def test_boilerplate_stops_where_tensorflow_stops_it(tmp_path):
 def test_cifar10_resnet_trains_on_the_cpu_without_its_gpu_assertion(tmp_path):
     import example_data
     example_data.write_cifar10(str(tmp_path / "data"))
-    assert port_into(EXAMPLES / "ResNet", tmp_path / "ported") == {"cifar10-resnet.py": 5}
+    assert port_into(EXAMPLES / "ResNet", tmp_path / "ported") == {"cifar10-preact18-mixup.py": 4,
+                                                                  "cifar10-resnet.py": 5}
     script = tmp_path / "ported" / "ResNet" / "cifar10-resnet.py"
     # as written it asserts a GPU: on a CPU tf.test.is_gpu_available() is False, so it stops there, as tensorpack did
     import tensorflow as tf

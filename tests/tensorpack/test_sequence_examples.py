@@ -226,7 +226,7 @@ def test_steering_filter_learns_its_dynamic_filters_on_bsds500(tmp_path):
     with ``trainer.get_predictor`` in ``_setup_graph``, its image put in ``_trigger_epoch``)."""
     import example_data
     data = tmp_path / "data"
-    example_data.write_bsds500(str(data))
+    example_data.write_bsds500(str(data / "bsds500_data"), {"train": 4, "val": 4, "test": 4})
     assert port_into(EXAMPLES / "DynamicFilterNetwork", tmp_path / "ported") == {"steering-filter.py": 7}
     out = run([RUNNER, "--max-epoch", 2, "--steps-per-epoch", 60,
                tmp_path / "ported" / "DynamicFilterNetwork" / "steering-filter.py", "--gpu", "0"], tmp_path, data)

@@ -285,3 +285,33 @@ def test_send_stat_and_send_monitor_data_run_the_formatted_command(tmp_path, mon
     assert shells == [True, True, True] and not pause.exists()  # epochs 1 (after the touch) to 3; removed at the end
     with pytest.raises(ValueError, match="'ipython' or 'pdb'"):
         InjectShell(shell="bash")
+
+
+def test_a_variables_tf1_name_is_a_tensor_name_of_the_tower():
+    """In TF1 the variable ``fc/W`` was the tensor ``fc/W:0`` (its read ``fc/W/read:0``): CAM-resnet.py asks its
+    predictor for ``'linearnew/W'`` beside the feature maps. A tower's handle resolves such a name to the
+    variable's value, read in the same call; a name of neither a tensor nor a variable stays the core's error."""
+    from trainstack.tensorpack import FullyConnected, OfflinePredictor, PredictConfig
+    from trainstack.tensorpack import ModelDesc as TPModelDesc
+
+    class Small(TPModelDesc):
+        def inputs(self):
+            return [tfv1.TensorSpec([None, 3], tfv1.float32, "x")]
+
+        def build_graph(self, x):
+            return tfv1.reduce_mean(FullyConnected("fc", x, 2), name="cost")
+
+    model = Small()
+    pred = OfflinePredictor(PredictConfig(model=model, input_names=["x"],
+                                          output_names=["fc/output", "fc/W", "fc/W:0", "fc/b/read"]))
+    x = np.arange(6, dtype="float32").reshape(2, 3)
+    out, kernel, same, bias = pred(x)
+    variables = {v.name: v for v in pred.tower_func.variables}
+    variables["fc/b:0"].assign([1.0, -1.0])   # read in each call: the values now
+    out, kernel, same, bias = pred(x)
+    np.testing.assert_array_equal(kernel, variables["fc/W:0"].numpy())
+    np.testing.assert_array_equal(same, kernel)
+    np.testing.assert_array_equal(bias, [1.0, -1.0])
+    np.testing.assert_allclose(out, x @ kernel + bias, rtol=1e-6)
+    with pytest.raises(KeyError, match="no tensor named 'fc/V' in tower"):
+        OfflinePredictor(PredictConfig(model=model, input_names=["x"], output_names=["fc/V"]))

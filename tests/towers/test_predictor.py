@@ -123,7 +123,7 @@ def test_a_predictor_tower_may_not_create_variables(classifier, dataflow, setup)
         trainer.get_predictor(["x"], ["logits"])
 
 
-def test_inputs_whose_shape_cannot_be_derived_must_be_given():
+def test_a_left_out_input_of_unknown_shape_that_an_output_needs_must_be_given():
     class TwoInputs(ModelDesc):
         def __init__(self):
             self.fc = keras.layers.Dense(1)
@@ -136,9 +136,10 @@ def test_inputs_whose_shape_cannot_be_derived_must_be_given():
 
     model = TwoInputs()
     tower_func = TowerFunc(model.build_graph, model.get_input_signature())
-    with pytest.raises(InputSignatureError, match=r"input 'b' .*shape \(None, None\).*add it to input_names"):
+    # b's zeros would be (3, 1): 'out' sums them, so the predictor refuses, naming b
+    with pytest.raises(InputSignatureError, match=r"output 'out' is computed from \['b'\].*add them to input_names"):
         OnlinePredictor(tower_func, ["a"], ["out"])
-    pred = OnlinePredictor(tower_func, ["a", "b"], ["out"])  # the first tower: creates the variables
+    pred = OnlinePredictor(tower_func, ["a", "b"], ["out"])
     out, = pred(np.ones([3, 2], "float32"), np.ones([3, 5], "float32"))
     kernel, bias = model.fc.kernel.numpy(), model.fc.bias.numpy()
     assert out == pytest.approx(np.sum(np.ones([3, 2]) @ kernel + bias) + 15.0, rel=1e-5)
@@ -167,3 +168,35 @@ def test_predictors_run_on_gpus(trained, make_df):
                                rtol=1e-4, atol=1e-4)
     with pytest.raises(ValueError, match="does not exist"):
         trainer.get_predictor(["x"], ["logits"], device=last + 1)
+
+
+def test_a_left_out_input_with_unknown_dimensions_stands_unknown_and_its_outputs_are_refused():
+    """An edge map of unknown height and width (tensorpack's HED: ``[None, None, None]``) left out of a
+    predictor of the side outputs: its zeros are 1 in those dimensions, and to the traced code they stay
+    unknown (a mask shaped like the image is compared with it); an output that needs it is refused."""
+    class Edges(ModelDesc):
+        def __init__(self):
+            self.conv = keras.layers.Conv2D(1, 3, padding="same", name="conv")
+
+        def inputs(self):
+            return [tf.TensorSpec([None, None, None, 3], tf.float32, "image"),
+                    tf.TensorSpec([None, None, None], tf.int32, "edgemap")]
+
+        def build_graph(self, image, edgemap):
+            assert edgemap.shape.as_list() == [None, None, None]   # as declared, in every trace
+            logits = self.conv(image)
+            prob = tf.sigmoid(logits, name="output")
+            wrong = tf.not_equal(tf.cast(prob > 0.5, tf.int32), tf.expand_dims(edgemap, 3))
+            tf.reduce_mean(tf.cast(wrong, tf.float32), name="error")
+            return tf.reduce_mean(logits, name="cost")
+
+    model = Edges()
+    func = TowerFunc(model.build_graph, model.get_input_signature())
+    pred = OnlinePredictor(func, ["image"], ["output"])
+    image = np.random.RandomState(0).rand(2, 8, 12, 3).astype("float32")
+    out, = pred(image)
+    kernel, bias = model.conv.kernel.numpy(), model.conv.bias.numpy()
+    want = tf.sigmoid(tf.nn.conv2d(image, kernel, 1, "SAME") + bias).numpy()
+    np.testing.assert_allclose(out, want, rtol=1e-5, atol=1e-6)
+    with pytest.raises(InputSignatureError, match=r"output 'error' is computed from \['edgemap'\]"):
+        OnlinePredictor(func, ["image"], ["output", "error"])

@@ -8,6 +8,8 @@
   constructed records the tower (``TowerContext._enter_eagerly``), as tensorpack's custom
   trainers built their graph in ``__init__`` (see :mod:`.recording`); anywhere else it runs
   eagerly, as the core's does.
+- :class:`TowerHandle`, what each build records, also resolves a variable's TF1 name as a tensor
+  name (``'linearnew/W'``, ``'linearnew/W:0'``, ``'linearnew/W/read'``), as a TF1 graph did.
 """
 from __future__ import annotations
 
@@ -15,17 +17,44 @@ from collections.abc import Sequence
 from contextlib import AbstractContextManager as ContextManager
 from typing import Any
 
+import tensorflow as tf
+
 from trainstack.towers import TowerContext as CoreTowerContext
 from trainstack.towers import TowerFunc as CoreTowerFunc
+from trainstack.towers import TowerHandle as CoreTowerHandle
 
 from . import recording
 from .room import emulation
 
-__all__ = ["TowerContext", "TowerFunc"]
+__all__ = ["TowerContext", "TowerFunc", "TowerHandle"]
+
+
+class TowerHandle(CoreTowerHandle):
+    """The core's :class:`~trainstack.towers.TowerHandle`; a name that names none of the tower's
+    tensors may name a variable of its tower function, as in TF1, where variable ``fc/W`` was the
+    tensor ``fc/W:0`` and its read ``fc/W/read:0`` (a predictor's ``output_names=['linearnew/W']``,
+    as tensorpack's CAM-resnet.py asks): the variable's value, read where it is asked for."""
+
+    def get_tensor(self, name: str) -> tf.Tensor:
+        try:
+            return super().get_tensor(name)
+        except KeyError:
+            variable = self._variable(name)
+            if variable is None:
+                raise
+            return tf.identity(variable)
+
+    def _variable(self, name: str) -> tf.Variable | None:
+        op_name = name[:-2] if name.endswith(":0") else name
+        op_name = op_name[:-len("/read")] if op_name.endswith("/read") else op_name
+        variables = self.tower_func.variables if self.tower_func is not None else []
+        return next((v for v in variables if v.name == f"{op_name}:0"), None)
 
 
 class TowerFunc(CoreTowerFunc):
     """The core's :class:`~trainstack.towers.TowerFunc`, building each tower inside the TF1 room."""
+
+    handle_class = TowerHandle
 
     def _tracing(self, ctx: CoreTowerContext) -> ContextManager[Any]:
         return emulation(ctx, self)

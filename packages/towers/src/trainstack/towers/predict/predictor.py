@@ -12,9 +12,9 @@ taking the batch size of the first given input that has one. None of the
 outputs asked for may be computed from them (as in tensorpack, where such an
 output needed an unfed placeholder): the traced graph is walked back from each
 output, and one that reaches a left-out input makes the predictor refuse to be
-built, naming both. When a left-out input's shape cannot be derived (other
-unknown dimensions, or no given input with a batch dimension) the predictor
-refuses to be built too, naming the input.
+built, naming both. Its other unknown dimensions (an image's height and width,
+as HED's edge map) are 1 and stay unknown to the traced code, so a tower whose
+outputs do not need the input traces as with a TF1 placeholder left unfed.
 
 An input name may also name a tensor made inside the tower with
 ``tf.compat.v1.placeholder_with_default(default, shape, name=...)`` (TensorFlow's own op; an
@@ -27,6 +27,7 @@ left out of ``input_names``, the tower computes its default as usual.
 from __future__ import annotations
 
 import contextlib
+import functools
 from collections.abc import Sequence
 from typing import Any
 
@@ -163,19 +164,7 @@ class OnlinePredictor:
         def predict(*given: tf.Tensor) -> list[tf.Tensor]:
             values = dict(zip(names, given))
             batch = next((tf.shape(t)[0] for t in given if t.shape.rank), None)
-            args = []
-            for spec in signature:
-                if spec.name in values:
-                    args.append(values[spec.name])
-                elif spec.shape.rank and spec.shape[1:].is_fully_defined() and batch is not None:
-                    args.append(tf.zeros(tf.concat([[batch], tf.constant(spec.shape[1:].as_list(), tf.int32)], 0),
-                                         spec.dtype))
-                elif spec.shape.is_fully_defined():
-                    args.append(tf.zeros(spec.shape, spec.dtype))
-                else:
-                    raise InputSignatureError(
-                        f"predictor {tower_name!r}: input {spec.name!r} (shape {spec.shape}) is not among "
-                        f"input_names {names}, and zeros of its shape cannot be derived; add it to input_names")
+            args = [values[spec.name] if spec.name in values else _zeros_for(spec, batch) for spec in signature]
             return list(pruned(*args, *[values[n] for n in feeds]))
 
         with placement:
@@ -204,24 +193,9 @@ class OnlinePredictor:
                 f"outputs that do not need them")
 
     def _plan_fillers(self, signature: Sequence[tf.TensorSpec]) -> dict[str, Any]:
-        has_batch = any(s.shape.rank for s in self.input_signature)
-        fillers = {}
-        for spec in signature:
-            if spec.name in self.input_names:
-                continue
-            shape = spec.shape
-            if shape.is_fully_defined():
-                fillers[spec.name] = lambda batch, s=spec: tf.zeros(s.shape, s.dtype)
-            elif shape.rank and shape[1:].is_fully_defined() and has_batch:
-                fillers[spec.name] = lambda batch, s=spec: tf.zeros(
-                    tf.concat([[batch], tf.constant(s.shape[1:].as_list(), tf.int32)], 0), s.dtype)
-            else:
-                raise InputSignatureError(
-                    f"predictor {self.tower_name!r}: input {spec.name!r} ({spec.dtype.name}, shape "
-                    f"{shape}) is not among input_names {self.input_names}, and zeros of its shape "
-                    "cannot be derived (only its first dimension may be unknown, taken from a given "
-                    "input's batch size); add it to input_names")
-        return fillers
+        """Zeros for each input left out of ``input_names`` (see :func:`_zeros_for`)."""
+        return {spec.name: functools.partial(_zeros_for, spec) for spec in signature
+                if spec.name not in self.input_names}
 
     def __call__(self, *arrays: Any) -> list[np.ndarray]:
         if len(arrays) != len(self.input_names):
@@ -234,6 +208,20 @@ class OnlinePredictor:
     def __repr__(self) -> str:
         return (f"OnlinePredictor({self.tower_name!r}, inputs={self.input_names}, "
                 f"outputs={self.output_names})")
+
+
+def _zeros_for(spec: tf.TensorSpec, batch: tf.Tensor | None) -> tf.Tensor:
+    """Zeros standing for an input left out of a predictor's ``input_names``: of its shape where known,
+    the given inputs' batch size for an unknown first dimension, 1 for any other unknown one; an
+    unknown dimension stays unknown to the traced code (``placeholder_with_default``), as a TF1
+    placeholder nobody fed did. Outputs computed from it are refused when the predictor is built."""
+    if spec.shape.is_fully_defined():
+        return tf.zeros(spec.shape, spec.dtype)
+    if spec.shape.rank is None:
+        return tf.compat.v1.placeholder_with_default(tf.zeros([], spec.dtype), None)
+    dims = [d if d is not None else (batch if i == 0 and batch is not None else 1)
+            for i, d in enumerate(spec.shape.as_list())]
+    return tf.compat.v1.placeholder_with_default(tf.zeros(tf.stack(dims), spec.dtype), spec.shape)
 
 
 def _reached(output: tf.Tensor, sources: dict[str, tf.Tensor], stop: Sequence[tf.Tensor] = ()) -> list[str]:

@@ -9,6 +9,7 @@ import tensorflow as tf
 
 if TYPE_CHECKING:
     from .context import TowerContext
+    from .tower import TowerFunc
 
 __all__ = ["TowerHandle", "TowerHandles"]
 
@@ -18,8 +19,11 @@ _OUTPUT_INDEX = re.compile(r"^(.*):([0-9]+)$")
 class TowerHandle:
     """What one build of a tower left behind: its context, inputs, outputs and named tensors."""
 
-    def __init__(self, ctx: TowerContext, inputs: Sequence[Any], input_signature: Sequence[tf.TensorSpec]):
+    def __init__(self, ctx: TowerContext, inputs: Sequence[Any], input_signature: Sequence[tf.TensorSpec],
+                 tower_func: TowerFunc | None = None):
         self.ctx = ctx
+        #: the tower function that built this tower (None for a handle made by hand)
+        self.tower_func = tower_func
         self.inputs = list(inputs)
         self.outputs: Any = None
         self._input_names = [s.name for s in input_signature]

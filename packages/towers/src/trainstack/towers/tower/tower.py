@@ -71,6 +71,9 @@ class TowerFunc:
     which logs once the keys it chose and how to declare them instead.
     """
 
+    #: Hook: the class of the handle each build records (a subclass may resolve more names)
+    handle_class: type[TowerHandle] = TowerHandle
+
     def __init__(self, fn: Callable[..., Any], input_signature: Sequence[tf.TensorSpec],
                  owner: Any = None) -> None:
         if isinstance(fn, TowerFunc):
@@ -163,7 +166,7 @@ class TowerFunc:
         what :meth:`TowerContext._build_tower` may do instead (a subclass's recorder calls it)."""
         if self._first_tower is None:
             self._first_tower = ctx.name
-        handle = TowerHandle(ctx, inputs, self._signature)
+        handle = self.handle_class(ctx, inputs, self._signature, tower_func=self)
         self._building_in_graph = not tf.executing_eagerly()
         with tf.variable_creator_scope(self._creator), self._tracing(ctx):
             outputs = _autograph(self.fn)(*inputs) if self._building_in_graph else self.fn(*inputs)
