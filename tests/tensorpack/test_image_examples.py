@@ -28,9 +28,9 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from test_imagenet_examples import assert_import_lines_only, eval_errors, model_weights
+from test_imagenet_examples import eval_errors, model_weights
 from test_more_examples import defined_names, fails
-from test_tensorpack_examples import RUNNER, run
+from test_tensorpack_examples import RUNNER, assert_import_lines_only, run
 
 from trainstack.tensorpack.port import main
 
@@ -419,12 +419,12 @@ def test_hed_trains_on_bsds500_and_writes_its_edge_maps(tmp_path):
 # -- Saliency/saliency-maps.py ------------------------------------------------------------------------------
 def test_saliency_maps_stops_at_its_tf_contrib_slim_import(tmp_path, capsys):
     """saliency-maps.py builds slim's ResNet-50 (``tensorflow.contrib.slim.nets.resnet_v1``), which TensorFlow 2
-    does not have and trainstack does not provide: the port command reports the lines, and the script stops
-    at the first, before anything else."""
+    does not have and trainstack does not provide (its ``slim`` import is tfv1.contrib's, its ``slim.nets``
+    import is left): the port command reports both lines, and the script stops at the second."""
     folder = port("Saliency", tmp_path / "ported")
     report = capsys.readouterr().out
-    assert "saliency-maps.py:9: import tensorflow.contrib.slim as slim: left as it is: tensorflow.contrib is not " \
-           "part of TensorFlow 2" in report
+    assert "saliency-maps.py:9: import tensorflow.contrib.slim as slim -> from trainstack.tensorpack.tf1.contrib " \
+           "import slim" in report
     assert "saliency-maps.py:10: from tensorflow.contrib.slim.nets import resnet_v1: left as it is" in report
     err = fails([folder / "saliency-maps.py", "image.jpg"], tmp_path)
     assert "ModuleNotFoundError: No module named 'tensorflow.contrib'" in err, err[-2000:]

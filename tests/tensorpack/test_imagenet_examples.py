@@ -29,6 +29,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from test_tensorpack_examples import assert_import_lines_only
 
 from trainstack.tensorpack.port import main
 
@@ -38,20 +39,6 @@ RUNNER = HERE / "run_example.py"
 TIMEOUT = 300
 EPOCHS, STEPS = 2, 2
 VAL_IMAGES = 8
-
-
-def assert_import_lines_only(source: bytes, ported: bytes) -> int:
-    """Only import lines differ (tensorpack's gained the prefix, ``import tensorflow as tf`` became tfv1)."""
-    old, new = source.splitlines(keepends=True), ported.splitlines(keepends=True)
-    assert len(old) == len(new)
-    changed = [(a, b) for a, b in zip(old, new) if a != b]
-    for a, b in changed:
-        if a.startswith(b"import tensorflow as tf"):
-            assert b == b"from trainstack.tensorpack import tfv1 as tf\n"
-        else:  # imagenet_utils.py's __main__ imports inside an if block, indented
-            assert a.lstrip().startswith((b"from tensorpack", b"import tensorpack")), a
-            assert b == a.replace(b"tensorpack", b"trainstack.tensorpack", 1)
-    return len(changed)
 
 
 @pytest.fixture
