@@ -92,6 +92,10 @@ class Record(Callback):
                 json.dump({"rank": self.rank, "time": time.time()}, f)
             os.kill(os.getpid(), self.kill_signal)
 
+    def _trigger_epoch(self) -> None:
+        # a statistic for the monitors to write (the model records none): rank 0's event file and stats
+        self.trainer.monitors.put_scalar("weights_sum", float(sum(np.sum(w) for w in weights(self.model))))
+
     def _after_train(self) -> None:
         self.saved["final"] = weights(self.model)
         np.savez(os.path.join(self.out, f"rank{self.rank}.npz"),

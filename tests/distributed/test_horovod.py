@@ -167,7 +167,8 @@ def test_only_rank0_writes_checkpoints_and_stats(run):
     steps = [r["global_step"] for r in records]
     assert steps == sorted(set(steps)), f"stats.jsonl has records from more than one writer: {steps}"
     assert records[-1]["epoch_num"] == EPOCHS
-    assert len(list(logs.glob("events.out.tfevents.*"))) == 1
+    assert [r["epoch_num"] for r in records if "weights_sum" in r] == list(range(1, EPOCHS + 1))
+    assert len(list(logs.glob("events.out.tfevents.*"))) == 1  # rank 0's, opened by its first write
     checkpoints = sorted(p.name for p in logs.glob("model-*.index"))
     assert checkpoints == [f"model-{e * BATCHES // 2}.index" for e in range(1, EPOCHS + 1)]
 

@@ -9,6 +9,7 @@ first batches concatenated, within RTOL/ATOL of mw_model (1e-5 relative,
 """
 from __future__ import annotations
 
+import json
 import os
 import re
 import subprocess
@@ -99,7 +100,10 @@ def test_weights_identical_on_both_workers(run: str) -> None:
 def test_only_the_chief_writes_checkpoints_and_stats(run: str) -> None:
     chief, other = os.listdir(os.path.join(run, "worker0")), os.listdir(os.path.join(run, "worker1"))
     assert "stats.jsonl" in chief and "checkpoint" in chief
-    assert any(f.startswith("events.out.tfevents") for f in chief)
+    assert any(f.startswith("events.out.tfevents") for f in chief)  # opened by its first write
+    with open(os.path.join(run, "worker0", "stats.jsonl")) as f:
+        assert [json.loads(line)["global_step"] for line in f if "weights_sum" in line] == [
+            STEPS * e for e in range(1, EPOCHS + 1)]
     assert tf.train.latest_checkpoint(os.path.join(run, "worker0")).endswith(f"model-{STEPS * EPOCHS}")
     written = [f for f in other if f != "log.log"]
     assert written == [], f"the non-chief worker wrote {written}"
