@@ -21,9 +21,11 @@ TensorFlow 1: tensorpack ran these scripts on TF1. The statement becomes ``from 
 import tfv1 as tf`` (still an import line), as do ``import tensorflow.compat.v1 as tf``, ``from
 tensorflow.compat import v1 as tf`` and ``import tensorflow`` (``... tfv1 as tensorflow``);
 ``import tensorflow.contrib.slim as slim`` and ``from tensorflow.contrib import slim`` (or ``layers``,
-``rnn``) become ``from trainstack.tensorpack.tf1.contrib import slim`` (tfv1's contrib). Other
-TensorFlow imports (``from tensorflow import keras``, ``import tensorflow.contrib.slim.nets``, a
-statement importing other modules too) are left as they are, with a line in the report.
+``rnn``) become ``from trainstack.tensorpack.tf1.contrib import slim`` (tfv1's contrib), and ``from
+tensorflow.contrib.slim.nets import resnet_v1`` (or ``resnet_utils``) becomes ``from
+trainstack.tensorpack.tf1.slim_nets import resnet_v1`` (slim's ResNet v1). Other TensorFlow imports
+(``from tensorflow import keras``, ``import tensorflow.contrib.slim.nets``, a statement importing other
+modules too) are left as they are, with a line in the report.
 ``--keep-tensorflow`` leaves every TensorFlow import alone. A file that imports no tensorpack and
 is no such module is not touched.
 """
@@ -46,6 +48,9 @@ _TFV1 = "from trainstack.tensorpack import tfv1 as "
 #: the parts of tensorflow.contrib that the TF1 room gives (tfv1.contrib), and the module that has them
 _CONTRIB = ("slim", "layers", "rnn")
 _CONTRIB_MODULE = "trainstack.tensorpack.tf1.contrib"
+#: the networks of tensorflow.contrib.slim.nets that the TF1 room gives, and the module that has them
+_NETS = ("resnet_v1", "resnet_utils")
+_NETS_MODULE = "trainstack.tensorpack.tf1.slim_nets"
 #: the report's reason for each rewritten form
 _TF1_REASON = "tensorpack's scripts used TensorFlow 1"
 _ROOT = Path(__file__).resolve().parent
@@ -168,11 +173,12 @@ def _tensorflow_edits(tree: ast.AST, lines: list[str], filename: str,
             line = lines[node.lineno - 1]
             edits.append((node.lineno, _char_col(line, node.col_offset), contrib,
                           _char_col(line, node.end_col_offset or 0)))
-            notes.append(f"{where} -> {contrib}: tfv1.contrib, TF1's {', '.join(_CONTRIB)} (tensorflow.contrib is "
-                         "not part of TensorFlow 2)")
+            what = (f"tfv1.contrib.slim.nets, TF1's {', '.join(_NETS)}" if _NETS_MODULE in contrib
+                    else f"tfv1.contrib, TF1's {', '.join(_CONTRIB)}")
+            notes.append(f"{where} -> {contrib}: {what} (tensorflow.contrib is not part of TensorFlow 2)")
         elif contrib:
             notes.append(f"{where}: left as it is (it spans lines): put it on one line and port again, to import "
-                         f"it from {_CONTRIB_MODULE}")
+                         f"it from {contrib.split()[1]}")
         elif tfv1_form and node.lineno == node.end_lineno:
             line = lines[node.lineno - 1]
             edits.append((node.lineno, _char_col(line, node.col_offset), _TFV1 + name,
@@ -186,7 +192,7 @@ def _tensorflow_edits(tree: ast.AST, lines: list[str], filename: str,
                          f"statement of its own and port again, to make it tfv1 ({why})")
         elif (form.name if isinstance(node, ast.Import) else f"{node.module}.{form.name}").split(".")[1] == "contrib":
             notes.append(f"{where}: left as it is: tensorflow.contrib is not part of TensorFlow 2 (tfv1.contrib "
-                         f"has {', '.join(_CONTRIB)} only)")
+                         f"has {', '.join(_CONTRIB)} and slim.nets' {', '.join(_NETS)} only)")
         else:
             notes.append(f"{where}: left as it is, TensorFlow 2's (for TF1's, take the name from "
                          f"trainstack.tensorpack's tfv1)")
@@ -195,7 +201,10 @@ def _tensorflow_edits(tree: ast.AST, lines: list[str], filename: str,
 
 def _contrib_form(node: ast.Import | ast.ImportFrom) -> str | None:
     """The import of ``_CONTRIB_MODULE`` replacing ``import tensorflow.contrib.slim as slim`` or
-    ``from tensorflow.contrib import slim[, layers]`` (each name one of ``_CONTRIB``), else None."""
+    ``from tensorflow.contrib import slim[, layers]`` (each name one of ``_CONTRIB``), or of
+    ``_NETS_MODULE`` replacing ``from tensorflow.contrib.slim.nets import resnet_v1`` (each name one of
+    ``_NETS``), else None."""
+    module = _CONTRIB_MODULE
     if isinstance(node, ast.Import):
         if len(node.names) != 1 or not node.names[0].asname:
             return None
@@ -205,9 +214,11 @@ def _contrib_form(node: ast.Import | ast.ImportFrom) -> str | None:
         names = [ast.alias(parts[2], node.names[0].asname)]
     elif node.module == "tensorflow.contrib" and all(a.name in _CONTRIB for a in node.names):
         names = node.names
+    elif node.module == "tensorflow.contrib.slim.nets" and all(a.name in _NETS for a in node.names):
+        names, module = node.names, _NETS_MODULE
     else:
         return None
-    return f"from {_CONTRIB_MODULE} import " + ", ".join(
+    return f"from {module} import " + ", ".join(
         a.name if a.asname in (None, a.name) else f"{a.name} as {a.asname}" for a in names)
 
 

@@ -20,9 +20,12 @@ under ``variable_scope(scope)`` with the room's ``get_variable``, in a tower fun
   (tensorpack's, which are contrib's).
 
 A default scope name counts as TF1's (``Conv``, ``Conv_1``, ... in call order within one build of
-the tower). TF1's other ``tf.contrib.layers`` names and the arguments whose effect lives in TF1's
-collections (``weights_regularizer``, ``variables_collections``, ``outputs_collections``) raise a
-:class:`TF1CallError` naming what to use instead.
+the tower). Each function is decorated with ``add_arg_scope`` (``slim.arg_scope``,
+``slim_arg_scope.py``). ``weights_regularizer`` / ``biases_regularizer`` put their loss in the
+``REGULARIZATION_LOSSES`` collection of the graph being traced, as TF1's did in its graph, so that
+``tf.compat.v1.losses.get_regularization_losses()`` in the same ``build_graph`` sums them (one tower's).
+TF1's other ``tf.contrib.layers`` names and the arguments whose effect lives in TF1's other collections
+(``variables_collections``, ``outputs_collections``) raise a :class:`TF1CallError` naming what to use instead.
 """
 from __future__ import annotations
 
@@ -35,6 +38,7 @@ import tensorflow as tf
 from .layers.args import shape2d
 from .layers.context import get_variable, tower_of
 from .regularize import l1_regularizer, l2_regularizer
+from .slim_arg_scope import add_arg_scope
 from .switch import TF1CallError, current
 
 __all__ = ["conv2d", "fully_connected", "max_pool2d", "avg_pool2d", "flatten", "xavier_initializer",
@@ -48,6 +52,7 @@ _ZEROS = tf.compat.v1.zeros_initializer()
 def refuse_name(namespace: str, name: str) -> TF1CallError:
     """The error for a ``tf.contrib.layers`` / ``slim`` name trainstack does not provide."""
     return TF1CallError(f"{namespace}.{name}: not provided by trainstack's tfv1.contrib (which has {', '.join(__all__)}"
+                        ", batch_norm; slim also arg_scope, add_arg_scope, nets.resnet_v1"
                         "); write it with TensorFlow 2 ops in build_graph, or use tensorpack's layer functions "
                         "(from trainstack.tensorpack import *) or Keras 3 layers")
 
@@ -55,10 +60,19 @@ def refuse_name(namespace: str, name: str) -> TF1CallError:
 def _refuse_arguments(call: str, **arguments: Any) -> None:
     given = [name for name, value in arguments.items() if value is not None]
     if given:
-        raise TF1CallError(f"{_LAYERS}.{call}({given[0]}=...): TF1's collections (REGULARIZATION_LOSSES, "
-                           "variables and outputs collections) do not exist in TensorFlow 2; add "
-                           "regularize_cost('<scope>/weights', l2_regularizer(...)) to the cost in build_graph "
-                           "instead")
+        raise TF1CallError(f"{_LAYERS}.{call}({given[0]}=...): TF1's variables and outputs collections do not "
+                           "exist in TensorFlow 2; keep the tensors and variables the function returns (its "
+                           "variables are the model's, by name: regularize_cost('<scope>/weights', ...)) instead")
+
+
+def _regularize(regularizer: Callable | None, variable: Any) -> None:
+    """TF1's ``weights_regularizer=``: its loss in the ``REGULARIZATION_LOSSES`` collection of the graph
+    being traced, where ``tf.compat.v1.losses.get_regularization_losses()`` in the same ``build_graph``
+    finds it."""
+    if regularizer is not None:
+        loss = regularizer(variable)
+        if loss is not None:
+            tf.compat.v1.add_to_collection(tf.compat.v1.GraphKeys.REGULARIZATION_LOSSES, loss)
 
 
 def _fans(shape: list[int]) -> tuple[float, float]:
@@ -121,16 +135,18 @@ def _scope(call: str, scope: Any, default: str, reuse: Any) -> Any:
 
 def _finish(call: str, out: tf.Tensor, units: int, dtype: Any, fmt: str, activation_fn: Callable | None,
             normalizer_fn: Callable | None, normalizer_params: dict | None, biases_initializer: Any,
-            trainable: bool) -> tf.Tensor:
+            trainable: bool, biases_regularizer: Callable | None = None) -> tf.Tensor:
     if normalizer_fn is not None:
         out = normalizer_fn(out, **(normalizer_params or {}))
     elif biases_initializer is not None:
         biases = get_variable(f"{_LAYERS}.{call}", "biases", [units], biases_initializer, dtype=dtype,
                               trainable=trainable)
+        _regularize(biases_regularizer, biases)
         out = tf.nn.bias_add(out, biases, data_format=fmt)
     return activation_fn(out) if activation_fn is not None else out
 
 
+@add_arg_scope
 def conv2d(inputs: tf.Tensor, num_outputs: int, kernel_size: Any, stride: Any = 1, padding: str = "SAME",
            data_format: Any = None, rate: Any = 1, activation_fn: Callable | None = tf.nn.relu,
            normalizer_fn: Callable | None = None, normalizer_params: dict | None = None,
@@ -139,8 +155,7 @@ def conv2d(inputs: tf.Tensor, num_outputs: int, kernel_size: Any, stride: Any = 
            reuse: Any = None, variables_collections: Any = None, outputs_collections: Any = None,
            trainable: bool = True, scope: Any = None) -> tf.Tensor:
     """TF1's ``tf.contrib.layers.conv2d`` (``slim.conv2d``), 2D inputs only (see the module docstring)."""
-    _refuse_arguments("conv2d", weights_regularizer=weights_regularizer, biases_regularizer=biases_regularizer,
-                      variables_collections=variables_collections, outputs_collections=outputs_collections)
+    _refuse_arguments("conv2d", variables_collections=variables_collections, outputs_collections=outputs_collections)
     fmt = data_format or "NHWC"
     if fmt not in ("NHWC", "NCHW"):
         raise ValueError(f"{_LAYERS}.conv2d: data_format must be 'NHWC' or 'NCHW', got {data_format!r}")
@@ -152,14 +167,16 @@ def conv2d(inputs: tf.Tensor, num_outputs: int, kernel_size: Any, stride: Any = 
         size = shape2d(kernel_size, "kernel_size", f"{_LAYERS}.conv2d")
         weights = get_variable(f"{_LAYERS}.conv2d", "weights", size + [channels, num_outputs],
                                weights_initializer or xavier_initializer(), dtype=inputs.dtype, trainable=trainable)
+        _regularize(weights_regularizer, weights)
         step, dilation = shape2d(stride, "stride", "conv2d"), shape2d(rate, "rate", "conv2d")
         spatial = (lambda v: [1, *v, 1]) if fmt == "NHWC" else (lambda v: [1, 1, *v])
         out = tf.nn.conv2d(inputs, weights, spatial(step), padding.upper(), data_format=fmt,
                            dilations=spatial(dilation))
         return _finish("conv2d", out, num_outputs, inputs.dtype, fmt, activation_fn, normalizer_fn,
-                       normalizer_params, biases_initializer, trainable)
+                       normalizer_params, biases_initializer, trainable, biases_regularizer)
 
 
+@add_arg_scope
 def fully_connected(inputs: tf.Tensor, num_outputs: int, activation_fn: Callable | None = tf.nn.relu,
                     normalizer_fn: Callable | None = None, normalizer_params: dict | None = None,
                     weights_initializer: Any = None, weights_regularizer: Any = None,
@@ -167,8 +184,7 @@ def fully_connected(inputs: tf.Tensor, num_outputs: int, activation_fn: Callable
                     reuse: Any = None, variables_collections: Any = None, outputs_collections: Any = None,
                     trainable: bool = True, scope: Any = None) -> tf.Tensor:
     """TF1's ``tf.contrib.layers.fully_connected`` (``slim.fully_connected``; see the module docstring)."""
-    _refuse_arguments("fully_connected", weights_regularizer=weights_regularizer,
-                      biases_regularizer=biases_regularizer, variables_collections=variables_collections,
+    _refuse_arguments("fully_connected", variables_collections=variables_collections,
                       outputs_collections=outputs_collections)
     with _scope("fully_connected", scope, "fully_connected", reuse):
         if inputs.shape.rank is None or inputs.shape[-1] is None:
@@ -176,13 +192,14 @@ def fully_connected(inputs: tf.Tensor, num_outputs: int, activation_fn: Callable
                              f"{inputs.shape}")
         weights = get_variable(f"{_LAYERS}.fully_connected", "weights", [int(inputs.shape[-1]), num_outputs],
                                weights_initializer or xavier_initializer(), dtype=inputs.dtype, trainable=trainable)
+        _regularize(weights_regularizer, weights)
         if inputs.shape.rank == 2:
             out = tf.matmul(inputs, weights)
         else:
             out = tf.tensordot(inputs, weights, [[inputs.shape.rank - 1], [0]])
             out.set_shape(inputs.shape[:-1].concatenate([num_outputs]))
         return _finish("fully_connected", out, num_outputs, inputs.dtype, "NHWC", activation_fn, normalizer_fn,
-                       normalizer_params, biases_initializer, trainable)
+                       normalizer_params, biases_initializer, trainable, biases_regularizer)
 
 
 def _pool(op: Any, call: str, inputs: tf.Tensor, kernel_size: Any, stride: Any, padding: str, data_format: str,
@@ -195,6 +212,7 @@ def _pool(op: Any, call: str, inputs: tf.Tensor, kernel_size: Any, stride: Any, 
                   padding.upper(), data_format=data_format)
 
 
+@add_arg_scope
 def max_pool2d(inputs: tf.Tensor, kernel_size: Any, stride: Any = 2, padding: str = "VALID",
                data_format: str = "NHWC", outputs_collections: Any = None, scope: Any = None) -> tf.Tensor:
     """TF1's ``tf.contrib.layers.max_pool2d`` (``slim.max_pool2d``): no variables."""
@@ -202,6 +220,7 @@ def max_pool2d(inputs: tf.Tensor, kernel_size: Any, stride: Any = 2, padding: st
                  outputs_collections, scope)
 
 
+@add_arg_scope
 def avg_pool2d(inputs: tf.Tensor, kernel_size: Any, stride: Any = 2, padding: str = "VALID",
                data_format: str = "NHWC", outputs_collections: Any = None, scope: Any = None) -> tf.Tensor:
     """TF1's ``tf.contrib.layers.avg_pool2d`` (``slim.avg_pool2d``): no variables."""
@@ -209,6 +228,7 @@ def avg_pool2d(inputs: tf.Tensor, kernel_size: Any, stride: Any = 2, padding: st
                  outputs_collections, scope)
 
 
+@add_arg_scope
 def flatten(inputs: tf.Tensor, outputs_collections: Any = None, scope: Any = None) -> tf.Tensor:
     """TF1's ``tf.contrib.layers.flatten``: ``[batch, -1]`` in the input's order."""
     _refuse_arguments("flatten", outputs_collections=outputs_collections)
