@@ -29,7 +29,7 @@ import tensorflow as tf
 
 from .layers.context import get_variable, tower_of
 from .slim_arg_scope import add_arg_scope
-from .switch import TF1CallError
+from .switch import TF1CallError, current
 
 __all__ = ["batch_norm"]
 
@@ -43,6 +43,19 @@ def _refuse(**arguments: Any) -> None:
             raise TF1CallError(f"{_CALL}({name}=...): not supported by trainstack's slim.batch_norm "
                                "(tfv1.contrib); use tensorpack's BatchNorm/BatchRenorm layer functions or "
                                "keras.layers.BatchNormalization")
+
+
+def _default_scope(scope: Any) -> Any:
+    """``scope``, or TF1's default name ``BatchNorm``, ``BatchNorm_1``, ... in call order within one build of
+    the tower (the count ``contrib_layers`` keeps for its default names, in the same frame)."""
+    if scope is not None:
+        return scope
+    frame = current()
+    assert frame is not None  # tower_of() checked it
+    counts = frame.scratch.setdefault("contrib.layers names", {})
+    key = (tf.compat.v1.get_variable_scope().name, "BatchNorm")
+    count = counts[key] = counts.get(key, -1) + 1
+    return "BatchNorm" if count == 0 else f"BatchNorm_{count}"
 
 
 def _update(variable: Any, value: tf.Tensor, decay: float) -> Any:
@@ -73,7 +86,7 @@ def batch_norm(inputs: tf.Tensor, decay: float = 0.999, center: bool = True, sca
         raise TF1CallError(f"{_CALL}(is_training=<tensor>): give a Python bool (the tower's is_training)")
     training = bool(is_training)
     init = dict(param_initializers or {})
-    with tf.compat.v1.variable_scope(scope, default_name="BatchNorm", reuse=reuse):
+    with tf.compat.v1.variable_scope(_default_scope(scope), reuse=reuse):
         rank = inputs.shape.rank
         axis = 1 if data_format == "NCHW" and rank == 4 else -1
         channels = inputs.shape[axis]
