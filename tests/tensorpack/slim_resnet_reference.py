@@ -97,11 +97,12 @@ def logits(p: dict[str, np.ndarray], images: tf.Tensor, relu: Callable = tf.nn.r
     return conv(net, f"{SCOPE}/logits", 1, act=False, bn=False)
 
 
-def guided_saliency(p: dict[str, np.ndarray], mean_rgb: np.ndarray, image: np.ndarray) -> np.ndarray:
+def guided_saliency(p: dict[str, np.ndarray], mean_rgb: np.ndarray, image: np.ndarray,
+                    relu: Callable = guided_relu) -> np.ndarray:
     """saliency-maps.py's saliency computed independently: the gradient of ``reduce_max(logits, 1)`` with
-    respect to the ``[224, 224, 3]`` image, through guided ReLUs."""
+    respect to the ``[224, 224, 3]`` image, through guided ReLUs (``relu=tf.nn.relu``: the plain gradient)."""
     x = tf.constant(image)
     with tf.GradientTape() as tape:
         tape.watch(x)
-        out = tf.reduce_max(logits(p, tf.expand_dims(x - mean_rgb, 0), relu=guided_relu), 1)
+        out = tf.reduce_max(logits(p, tf.expand_dims(x - mean_rgb, 0), relu=relu), 1)
     return tape.gradient(out, x).numpy()

@@ -29,7 +29,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from test_imagenet_examples import eval_errors, model_weights
-from test_more_examples import defined_names, fails
+from test_more_examples import defined_names
 from test_tensorpack_examples import RUNNER, assert_import_lines_only, run
 
 from trainstack.tensorpack.port import main
@@ -417,14 +417,73 @@ def test_hed_trains_on_bsds500_and_writes_its_edge_maps(tmp_path):
 
 
 # -- Saliency/saliency-maps.py ------------------------------------------------------------------------------
-def test_saliency_maps_stops_at_its_tf_contrib_slim_import(tmp_path, capsys):
-    """saliency-maps.py builds slim's ResNet-50 (``tensorflow.contrib.slim.nets.resnet_v1``), which TensorFlow 2
-    does not have and trainstack does not provide (its ``slim`` import is tfv1.contrib's, its ``slim.nets``
-    import is left): the port command reports both lines, and the script stops at the second."""
+MEAN_RGB = np.array([123.68, 116.78, 103.94], "float32")
+
+
+def write_slim_checkpoint(prefix: Path, values: dict[str, np.ndarray]) -> None:
+    """A TF1 name-based checkpoint as TF-slim's ``resnet_v1_50.ckpt``: ``prefix.index`` and its data file, keyed by
+    the variables' names and nothing else (``SaveV2``, the op ``tf.compat.v1.train.Saver`` writes with)."""
+    import tensorflow as tf
+    names = sorted(values)
+    tf.raw_ops.SaveV2(prefix=str(prefix), tensor_names=names, shape_and_slices=[""] * len(names),
+                      tensors=[tf.constant(values[n]) for n in names])
+    assert sorted(dict(tf.train.list_variables(str(prefix)))) == names
+
+
+def saliency_images(saliency: np.ndarray, im: np.ndarray) -> dict[str, np.ndarray]:
+    """What saliency-maps.py writes from a saliency (the same arithmetic, computed here in NumPy)."""
+    from trainstack.tensorpack.utils import viz
+    pos, neg = np.maximum(0, saliency), np.maximum(0, -saliency)
+    pos, neg = pos - pos.min(), neg - neg.min()
+    abs_rgb = viz.intensity_to_rgb(np.abs(saliency).max(axis=-1), normalize=True)[:, :, ::-1]
+    return {"pos.jpg": pos / pos.max() * 255, "neg.jpg": neg / neg.max() * 255, "abs-saliency.jpg": abs_rgb,
+            "blended.jpg": im * 0.2 + abs_rgb * 0.8}
+
+
+def as_jpeg(image: np.ndarray) -> np.ndarray:
+    """``image`` as ``cv2.imwrite`` writes it to a ``.jpg`` and ``cv2.imread`` reads it back."""
+    import cv2
+    ok, data = cv2.imencode(".jpg", image)
+    assert ok
+    return cv2.imdecode(data, cv2.IMREAD_COLOR).astype("float32")
+
+
+def test_saliency_maps_writes_the_guided_backprop_saliency_of_slims_resnet50(tmp_path, capsys):
+    """saliency-maps.py, its import lines ported (``slim`` and ``slim.nets.resnet_v1`` from the TF1 room), run as a
+    user runs it: ``python saliency-maps.py image.jpg`` next to TF-slim's ``resnet_v1_50.ckpt`` (random weights under
+    slim's names, and ``resnet_v1_50/mean_rgb``). Its four images are written, 224x224, and are those of guided
+    backpropagation through a plain TF2 ResNet-50 of the same arrays (``slim_resnet_reference.py``), written to
+    JPEG the same way (within a grey level), and not those of the plain gradient."""
+    import cv2
+    import slim_resnet_reference as ref
+    import tensorflow as tf
+    pytest.importorskip("matplotlib", reason="viz.intensity_to_rgb needs it, as tensorpack's")
     folder = port("Saliency", tmp_path / "ported")
     report = capsys.readouterr().out
     assert "saliency-maps.py:9: import tensorflow.contrib.slim as slim -> from trainstack.tensorpack.tf1.contrib " \
            "import slim" in report
-    assert "saliency-maps.py:10: from tensorflow.contrib.slim.nets import resnet_v1: left as it is" in report
-    err = fails([folder / "saliency-maps.py", "image.jpg"], tmp_path)
-    assert "ModuleNotFoundError: No module named 'tensorflow.contrib'" in err, err[-2000:]
+    assert "saliency-maps.py:10: from tensorflow.contrib.slim.nets import resnet_v1 -> from " \
+           "trainstack.tensorpack.tf1.slim_nets import resnet_v1" in report
+
+    weights = ref.random_weights(seed=3)
+    write_slim_checkpoint(tmp_path / "resnet_v1_50.ckpt", {**weights, "resnet_v1_50/mean_rgb": MEAN_RGB})
+    yy, xx = np.mgrid[0:180, 0:260]
+    bgr = np.stack([127 + 100 * np.sin(xx / 17.0), 127 + 100 * np.cos(yy / 13.0), (xx + yy) % 256], -1)
+    cv2.imwrite(str(tmp_path / "image.jpg"), bgr.astype("uint8"))
+    run([folder / "saliency-maps.py", "image.jpg"], tmp_path)
+
+    im = cv2.resize(cv2.imread(str(tmp_path / "image.jpg")), (224, 224)).astype("float32")[:, :, ::-1]
+    guided = ref.guided_saliency(weights, MEAN_RGB, np.ascontiguousarray(im))
+    expected = saliency_images(guided, im)
+    plain = saliency_images(ref.guided_saliency(weights, MEAN_RGB, np.ascontiguousarray(im), relu=tf.nn.relu), im)
+    errors = {}
+    for name, want in expected.items():
+        written = cv2.imread(str(tmp_path / name))
+        assert written is not None and written.shape == (224, 224, 3), name
+        error, plain_error = (np.abs(written.astype("float32") - as_jpeg(w)).mean() for w in (want, plain[name]))
+        print(f"saliency-maps.py {name}: mean |written - guided backprop| = {error:.3f} grey levels "
+              f"(plain gradient: {plain_error:.2f})")
+        errors[name] = error, plain_error
+    for name, (error, plain_error) in errors.items():
+        assert error < 1.0, (name, error)
+        assert plain_error > 5 * error + 3.0, (name, error, plain_error)

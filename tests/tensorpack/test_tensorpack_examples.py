@@ -48,13 +48,16 @@ DOREFA_ERROR = 0.5   # svhn-digit-dorefa.py's quantized net, after 2 epochs of 1
 def assert_import_lines_only(source: bytes, ported: bytes) -> int:
     """Only import lines differ: tensorpack's gained the ``trainstack.`` prefix, ``import tensorflow
     as tf`` became tfv1 (TensorFlow 1, what tensorpack ran the script on), and ``tensorflow.contrib``'s
-    slim, layers and rnn come from ``trainstack.tensorpack.tf1.contrib``. How many."""
+    slim, layers and rnn come from ``trainstack.tensorpack.tf1.contrib`` (``slim.nets``' resnet_v1 from
+    ``trainstack.tensorpack.tf1.slim_nets``). How many."""
     old, new = source.splitlines(keepends=True), ported.splitlines(keepends=True)
     assert len(old) == len(new)
     changed = [(a, b) for a, b in zip(old, new) if a != b]
     for a, b in changed:
         if a.startswith(b"import tensorflow as tf"):
             assert b == a.replace(b"import tensorflow as tf", b"from trainstack.tensorpack import tfv1 as tf", 1)
+        elif a.lstrip().startswith(b"from tensorflow.contrib.slim.nets import "):
+            assert b == a.replace(b"tensorflow.contrib.slim.nets", b"trainstack.tensorpack.tf1.slim_nets", 1), b
         elif a.lstrip().startswith((b"import tensorflow.contrib", b"from tensorflow.contrib")):
             assert b.lstrip().startswith(b"from trainstack.tensorpack.tf1.contrib import "), b
         else:
