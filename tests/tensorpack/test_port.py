@@ -328,8 +328,9 @@ def test_tensorflow_import_forms_in_a_tensorpack_script():
 
 def test_tensorflow_contrib_imports_become_tfv1_contribs():
     """``tensorflow.contrib``'s ``slim``, ``layers`` and ``rnn`` are imported from the TF1 room's
-    ``tfv1.contrib`` (``trainstack.tensorpack.tf1.contrib``), each form with its names; other parts of
-    contrib, and a statement over several lines, are left with a report line saying why."""
+    ``tfv1.contrib`` (``trainstack.tensorpack.tf1.contrib``), each form with its names, and ``slim.nets``'
+    ``resnet_v1`` from ``trainstack.tensorpack.tf1.slim_nets``; other parts of contrib (and other nets), and a
+    statement over several lines, are left with a report line saying why."""
     source = textwrap.dedent("""\
         import tensorflow.contrib.slim as slim
         from tensorflow.contrib import slim
@@ -339,26 +340,33 @@ def test_tensorflow_contrib_imports_become_tfv1_contribs():
         import tensorflow.contrib.eager as tfe
         from tensorflow.contrib import (slim,
                                         layers)
+        from tensorflow.contrib.slim.nets import vgg
         from tensorpack import *
         """)
     new, notes = port_source(source, "s.py")
     module = "from trainstack.tensorpack.tf1.contrib import"
-    assert new.splitlines()[:4] == [f"{module} slim", f"{module} slim", f"{module} layers as L, rnn", f"{module} rnn"]
-    assert new.splitlines()[4:] == source.splitlines()[4:8] + ["from trainstack.tensorpack import *"]
+    nets = "from trainstack.tensorpack.tf1.slim_nets import"
+    assert new.splitlines()[:5] == [f"{module} slim", f"{module} slim", f"{module} layers as L, rnn", f"{module} rnn",
+                                    f"{nets} resnet_v1"]
+    assert new.splitlines()[5:] == source.splitlines()[5:9] + ["from trainstack.tensorpack import *"]
     why = "tfv1.contrib, TF1's slim, layers, rnn (tensorflow.contrib is not part of TensorFlow 2)"
-    left = ": left as it is: tensorflow.contrib is not part of TensorFlow 2 (tfv1.contrib has slim, layers, rnn only)"
+    left = (": left as it is: tensorflow.contrib is not part of TensorFlow 2 (tfv1.contrib has slim, layers, rnn and "
+            "slim.nets' resnet_v1, resnet_utils only)")
     assert notes == [
         f"s.py:1: import tensorflow.contrib.slim as slim -> {module} slim: {why}",
         f"s.py:2: from tensorflow.contrib import slim -> {module} slim: {why}",
         f"s.py:3: from tensorflow.contrib import layers as L, rnn -> {module} layers as L, rnn: {why}",
         f"s.py:4: import tensorflow.contrib.rnn as rnn -> {module} rnn: {why}",
-        "s.py:5: from tensorflow.contrib.slim.nets import resnet_v1" + left,
+        f"s.py:5: from tensorflow.contrib.slim.nets import resnet_v1 -> {nets} resnet_v1: tfv1.contrib.slim.nets, "
+        "TF1's resnet_v1, resnet_utils (tensorflow.contrib is not part of TensorFlow 2)",
         "s.py:6: import tensorflow.contrib.eager as tfe" + left,
         "s.py:7: from tensorflow.contrib import slim, layers: left as it is (it spans lines): put it on one line "
-        "and port again, to import it from trainstack.tensorpack.tf1.contrib"]
+        "and port again, to import it from trainstack.tensorpack.tf1.contrib",
+        "s.py:9: from tensorflow.contrib.slim.nets import vgg" + left]
     namespace: dict = {}
-    exec("\n".join(new.splitlines()[:4]), namespace)
+    exec("\n".join(new.splitlines()[:5]), namespace)
     from trainstack.tensorpack import tfv1
+    assert namespace["resnet_v1"] is tfv1.contrib.slim.nets.resnet_v1
     assert namespace["slim"] is tfv1.contrib.slim and namespace["L"] is tfv1.contrib.layers
     assert namespace["rnn"] is tfv1.contrib.rnn and namespace["slim"].layers.conv2d is tfv1.contrib.layers.conv2d
 

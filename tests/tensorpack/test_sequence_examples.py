@@ -109,7 +109,8 @@ def test_range_input_producer_counts_per_input_source_across_traces():
 def test_tf1_contrib_layers_compute_tf1s_formulas_under_tf1s_names():
     """``slim.layers`` (``tfv1.contrib.layers``): conv2d, max_pool2d, flatten and fully_connected
     compute TF1's formulas (NumPy's) with TF1's default scope names and ``weights``/``biases``, zero
-    biases, Glorot-uniform weights; contrib's initializers and regularizers; the rest refused."""
+    biases, Glorot-uniform weights; contrib's initializers and regularizers, ``weights_regularizer``'s loss in
+    the traced graph's REGULARIZATION_LOSSES; the rest refused."""
     import tensorflow as tf
 
     from trainstack.tensorpack.tf1 import TF1CallError, TowerContext, TowerFunc, tfv1
@@ -124,7 +125,8 @@ def test_tf1_contrib_layers_compute_tf1s_formulas_under_tf1s_names():
                                  biases_initializer=tf.compat.v1.constant_initializer(0.5))   # 'Conv_1'
         pooled = slim.layers.max_pool2d(net, 2)                 # stride 2, VALID: 4x4 -> 2x2
         flat = slim.layers.flatten(pooled)
-        return net, pooled, flat, slim.layers.fully_connected(flat, 5, scope="fc")
+        out = slim.layers.fully_connected(flat, 5, scope="fc", weights_regularizer=layers.l2_regularizer(0.1))
+        return net, pooled, flat, out, tf.add_n(tfv1.losses.get_regularization_losses())
 
     func = TowerFunc(tower, [tf.TensorSpec([2, 6, 6, 2], tf.float32, "x")])
 
@@ -133,12 +135,13 @@ def test_tf1_contrib_layers_compute_tf1s_formulas_under_tf1s_names():
         with TowerContext("tower0", is_training=True):
             return func(x)
 
-    net, pooled, flat, out = (t.numpy() for t in build(tf.constant(xs)))
+    net, pooled, flat, out, l2 = (t.numpy() for t in build(tf.constant(xs)))
     v = {w.name.split(":")[0]: w.numpy() for w in func.variables}
     assert sorted(v) == ["Conv/biases", "Conv/weights", "Conv_1/biases", "Conv_1/weights", "fc/biases", "fc/weights"]
     assert v["Conv/weights"].shape == (3, 3, 2, 3) and v["fc/weights"].shape == (16, 5)
     assert not v["Conv/biases"].any() and (v["Conv_1/biases"] == 0.5).all()
     assert np.abs(v["fc/weights"]).max() <= math.sqrt(6 / (16 + 5))   # xavier_initializer: Glorot uniform
+    assert l2 == pytest.approx(0.1 * (v["fc/weights"] ** 2).sum() / 2, rel=1e-5)   # fc's weights_regularizer only
 
     def conv(x, w, pad):   # NumPy's cross-correlation, as tf.nn.conv2d
         k = w.shape[0]
@@ -165,13 +168,13 @@ def test_tf1_contrib_layers_compute_tf1s_formulas_under_tf1s_names():
     w = tf.constant([[1.0, -2.0], [3.0, 0.5]])
     assert float(layers.l2_regularizer(0.1)(w)) == pytest.approx(0.1 * (1 + 4 + 9 + 0.25) / 2)
     assert float(layers.l1_regularizer(0.1)(w)) == pytest.approx(0.1 * 6.5)
-    for name in ("arg_scope", "batch_norm"):
+    for name in ("dropout", "conv2d_transpose"):
         with pytest.raises(TF1CallError, match=f"tf.contrib.slim.{name}: not provided"):
             getattr(slim, name)
     with pytest.raises(TF1CallError, match="tf.contrib.framework"):
         tfv1.contrib.framework
-    with pytest.raises(TF1CallError, match="weights_regularizer"):
-        layers.fully_connected(tf.zeros([1, 2]), 2, weights_regularizer=layers.l2_regularizer(0.1))
+    with pytest.raises(TF1CallError, match="outputs_collections"):
+        layers.fully_connected(tf.zeros([1, 2]), 2, outputs_collections="outputs")
     with pytest.raises(RuntimeError, match="inside the tower function"):
         slim.conv2d(tf.zeros([1, 4, 4, 1]), 2, 3)
 
