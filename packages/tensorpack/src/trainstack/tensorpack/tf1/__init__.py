@@ -26,6 +26,10 @@ modules and the tests that prove them):
 - contrib.py    ``tfv1.contrib``: ``rnn``, ``layers``, ``slim`` (what the port command imports for ``tensorflow.contrib``)
 - contrib_layers.py ``tf.contrib.layers`` / ``slim.layers``: ``conv2d``, ``fully_connected``, pools, initializers
 - rnn_cells.py  ``tfv1.contrib.rnn``: TF1's LSTM cells and ``static_rnn``
+- contrib_batch_norm.py ``slim.batch_norm`` (``tf.contrib.layers.batch_norm``) with TF1's defaults and names
+- slim_arg_scope.py ``slim.arg_scope``, ``add_arg_scope``: defaults for slim's functions
+- slim_nets/    ``tf.contrib.slim.nets``: slim's ``resnet_v1`` (50/101/152) and ``resnet_utils``
+- gradient_overrides.py ``@tf.RegisterGradient`` in ``build_graph`` (a retraced tower keeps its first registration)
 - input_producers.py ``tfv1.train.range_input_producer`` in an InputSource's tensors
 - data_parallel.py ``DataParallelBuilder.call_for_each_tower`` (towers under this layer's TowerContext)
 - variable_scopes.py ``auto_reuse_variable_scope``, ``under_variable_scope``
