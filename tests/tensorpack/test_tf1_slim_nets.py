@@ -116,6 +116,8 @@ def test_resnet_v1_50_has_slims_variable_names_and_the_reference_networks_logits
     assert logits.shape == (2, 1, 1, 1000)         # contrib's logits are not squeezed
     expected = ref.logits(weights, tf.constant(x)).numpy()
     assert np.abs(expected).max() > 1.0
+    print(f"resnet_v1_50 logits: max |room - reference| = {np.abs(logits - expected).max():.2e}, "
+          f"max |reference| = {np.abs(expected).max():.2f}")
     np.testing.assert_allclose(logits, expected, rtol=1e-3, atol=1e-3 * np.abs(expected).max())
     ends = seen["end_points"]
     assert ends[:5] == ["resnet_v1_50/conv1", "resnet_v1_50/block1/unit_1/bottleneck_v1/shortcut",
