@@ -47,8 +47,9 @@ def _conv(end_points: dict | None, inputs: tf.Tensor, *args: Any, scope: str, **
     return out
 
 
-def _conv_same(end_points: dict | None, inputs: tf.Tensor, *args: Any, scope: str, **kwargs: Any) -> tf.Tensor:
-    out = resnet_utils.conv2d_same(inputs, *args, scope=scope, **kwargs)
+def _conv_same(end_points: dict | None, inputs: tf.Tensor, num_outputs: int, kernel_size: int, stride: int,
+               rate: int = 1, *, scope: str) -> tf.Tensor:
+    out = resnet_utils.conv2d_same(inputs, num_outputs, kernel_size, stride, rate=rate, scope=scope)
     if end_points is not None:
         end_points[_scope_name(scope)] = out
     return out
