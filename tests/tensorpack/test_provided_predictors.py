@@ -123,3 +123,41 @@ def test_predictor_base_is_tensorpacks_abstract_predictor():
     assert issubclass(OnlinePredictor, PredictorBase) and isinstance(OfflinePredictor(config()), PredictorBase)
     assert issubclass(MultiThreadAsyncPredictor, PredictorBase) and issubclass(MultiTowerOfflinePredictor,
                                                                                PredictorBase)
+
+
+@pytest.mark.parametrize("ordered", [True, False])
+def test_multi_process_dataset_predictor_predicts_every_datapoint_in_its_workers(ordered):
+    """tensorpack's MultiProcessDatasetPredictor: 2 spawned workers (on the CPU: ``use_gpu=False``), each
+    restoring the config's weights; every datapoint's outputs are the formula's, in the dataflow's order
+    when ``ordered``; the workers end with the ``with`` block."""
+    import multiprocessing
+
+    from trainstack.dataflow import DataFromList
+    from trainstack.tensorpack import MultiProcessDatasetPredictor
+
+    xs = [RNG.rand(2, 3).astype(np.float32) for _ in range(7)]
+    with MultiProcessDatasetPredictor(config(), DataFromList([[x] for x in xs], shuffle=False), 2,
+                                      use_gpu=False, ordered=ordered) as pred:
+        workers = list(pred._pool._pool)
+        assert len(workers) == 2 and all(w.is_alive() for w in workers)
+        results = list(pred.get_result())
+        again = pred.get_all_result()   # a second pass, same workers
+    assert not any(w.is_alive() for w in workers) and not multiprocessing.active_children()
+    assert len(results) == len(again) == len(xs)
+    sums = [float(r[1].sum()) for r in results]
+    if ordered:
+        for x, (y, s) in zip(xs, results):
+            np.testing.assert_allclose(y, x @ W + B, rtol=1e-6)
+            np.testing.assert_allclose(s, x.sum(1), rtol=1e-6)
+    assert sorted(sums) == pytest.approx(sorted(float(x.sum()) for x in xs), rel=1e-6)
+    with pytest.raises(RuntimeError, match="after close"):
+        next(pred.get_result())
+
+
+def test_multi_process_dataset_predictor_needs_a_gpu_per_process_or_use_gpu_false(monkeypatch):
+    from trainstack.dataflow import DataFromList
+    from trainstack.tensorpack import MultiProcessDatasetPredictor
+
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "0")
+    with pytest.raises(ValueError, match=r"nr_proc=2\): only 1 GPU\(s\).*use_gpu=False"):
+        MultiProcessDatasetPredictor(config(), DataFromList([[np.zeros((1, 3), np.float32)]]), 2)
