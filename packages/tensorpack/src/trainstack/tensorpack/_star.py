@@ -166,7 +166,6 @@ from .predict import (
     DataParallelOfflinePredictor,
     DatasetPredictorBase,
     FeedfreePredictor,
-    MultiProcessDatasetPredictor,
     MultiThreadAsyncPredictor,
     MultiTowerOfflinePredictor,
     OfflinePredictor,
