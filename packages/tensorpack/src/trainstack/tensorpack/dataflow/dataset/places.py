@@ -3,21 +3,17 @@ scenes in their "easy directory structure" (``train.txt``/``val.txt`` listing ``
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
-from typing import Any
-
-import numpy as np
 
 from trainstack.callbacks import logger
-from trainstack.dataflow import RNGDataFlow
 
 from ..._optional import require
 from ..._replaced import stand_in_names, unprovided
+from .labeled_images import LabeledImageFiles
 
 __all__ = ["Places365Standard"] + stand_in_names(__name__)
 
 
-class Places365Standard(RNGDataFlow):
+class Places365Standard(LabeledImageFiles):
     """``[image, label]``: a BGR uint8 image read by OpenCV, the label's index among the sorted label names (the
     second part of each listed path), as tensorpack's."""
 
@@ -50,19 +46,8 @@ class Places365Standard(RNGDataFlow):
         """The name of each class, by class index."""
         return self._labels
 
-    def __len__(self) -> int:
-        return len(self._files)
-
-    def __iter__(self) -> Iterator[list[Any]]:
-        idxs = np.arange(len(self._files))
-        if self.shuffle:
-            self._require_rng().shuffle(idxs)
-        for k in idxs:
-            fname, label = self._files[k]
-            im = self._cv2.imread(fname, self._cv2.IMREAD_COLOR)
-            if im is None:
-                raise OSError(f"Places365Standard: OpenCV could not read {fname}")
-            yield [im, label]
+    def _labeled_files(self) -> list[tuple[str, int]]:
+        return self._files
 
 
 __getattr__ = unprovided(__name__)

@@ -6,20 +6,15 @@ Datapoints ``[image, label]``: a BGR uint8 image read by OpenCV and the index of
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
-
-import numpy as np
-
-from trainstack.dataflow import RNGDataFlow
 
 from ..._optional import require
+from .labeled_images import LabeledImageFiles
 
 __all__ = ["TinyImageNet"]
 
 
-class TinyImageNet(RNGDataFlow):
+class TinyImageNet(LabeledImageFiles):
     """TinyImageNet (``wnids.txt``, ``train/<wnid>/images/*``, ``val/val_annotations.txt``), as tensorpack's:
     the training images in each class's directory order, the validation images in the annotations' order."""
 
@@ -51,16 +46,5 @@ class TinyImageNet(RNGDataFlow):
                 fields = line.strip().split()
                 self.imglist.append((str(self.full_dir / "images" / fields[0]), cls_to_id[fields[1]]))
 
-    def __len__(self) -> int:
-        return len(self.imglist)
-
-    def __iter__(self) -> Iterator[list[Any]]:
-        idxs = np.arange(len(self.imglist))
-        if self.shuffle:
-            self._require_rng().shuffle(idxs)
-        for k in idxs:
-            fname, label = self.imglist[k]
-            im = self._cv2.imread(fname, self._cv2.IMREAD_COLOR)
-            if im is None:
-                raise OSError(f"TinyImageNet: OpenCV could not read {fname}")
-            yield [im, label]
+    def _labeled_files(self) -> list[tuple[str, int]]:
+        return self.imglist
