@@ -9,7 +9,8 @@ Each case trains the same model (an MLP 784-256-10 or a small 28x28 convnet, SGD
 and monitors; Keras with ``compile`` + ``fit`` at its defaults (progress bar included). The
 processes alternate (one of each per round, in turn), so that a machine whose speed drifts
 slows neighbours alike; a ratio is the median over rounds of the two processes' times in the
-same round.
+same round. One process of each library runs first, not counted, and the processes may write
+bytecode: an installed package has its ``.pyc`` files, a source tree's may be stale.
 
 Measured in each process, from the moment it was started (``/proc/self/stat``, so the
 interpreter's own start and every import count):
@@ -198,10 +199,12 @@ def child(case: str, library: str, steps: int) -> dict[str, Any]:
 
 # -- in the parent ------------------------------------------------------------------------------------
 def run_child(case: str, library: str, steps: int, logdir: str) -> dict[str, Any]:
+    # bytecode may be written: an installed package has its .pyc files (pip compiles them), so a
+    # source tree whose stale .pyc would be compiled again in every process is not measured
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
     result = subprocess.run(
         [sys.executable, os.path.abspath(__file__), "--child", case, library, "--steps", str(steps)],
-        capture_output=True, text=True, cwd=logdir,
-        env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"})
+        capture_output=True, text=True, cwd=logdir, env={**env, "TF_CPP_MIN_LOG_LEVEL": "2"})
     if result.returncode != 0:
         raise RuntimeError(f"{library} {case} failed (exit {result.returncode}):\n{result.stderr[-4000:]}")
     last = [line for line in result.stdout.splitlines() if line.startswith("STARTUP ")][-1]
@@ -227,6 +230,8 @@ def main() -> None:
           f"TensorFlow {tf.__version__}; {args.rounds} rounds, {args.steps} steps per process", flush=True)
     rows = []
     with tempfile.TemporaryDirectory() as logdir:
+        for library in ("keras", "trainstack"):  # a warm-up, not counted: .pyc files, the disk cache
+            run_child(args.cases[0], library, args.steps, logdir)
         for case in args.cases:
             runs: dict[str, list[dict[str, Any]]] = {"keras": [], "trainstack": []}
             for r in range(args.rounds):

@@ -4,14 +4,16 @@ callbacks still change the next epoch's data), errors are raised by the step the
 after training the step is synchronous again, with no executor left running."""
 from __future__ import annotations
 
-import os
+import gc
 
 import keras
 import numpy as np
 import pytest
 import tensorflow as tf
 from id_model import BatchRecorder, IdClassifier
+from tensorflow.python.eager import executor as tf_executor  # the Executor whose deletion ends its thread
 
+from trainstack.callbacks import tf_private
 from trainstack.inputs import FeedInput
 from trainstack.towers import SimpleTrainer, TrainConfig, launch_train_with_config
 from trainstack.towers.tower.step import TracedStep
@@ -83,26 +85,29 @@ def test_reading_ahead_trains_on_the_same_batches_as_reading_at_each_step():
     assert flow_ahead.read_at == [step if step % STEPS == 0 else step - 1 for step in range(STEPS * EPOCHS)]
 
 
-def test_the_step_is_synchronous_again_after_training_and_its_executor_is_gone():
+def test_the_step_is_synchronous_again_after_training_and_its_executor_is_gone(monkeypatch):
+    """Each training's asynchronous executor (a thread of TensorFlow's) is released when it ends:
+    the Python object is the last reference, and deleting it joins the executor's thread."""
+    made, deleted = [], []
+    new_executor, delete = tf_private.new_async_executor, tf_executor.Executor.__del__
+
+    def spied() -> object:
+        executor = new_executor()
+        made.append(id(executor))
+        return executor
+
+    def deleting(executor: object) -> None:
+        deleted.append(id(executor))
+        delete(executor)
+
+    monkeypatch.setattr(tf_executor.Executor, "__del__", deleting)
+    monkeypatch.setattr(tf_private, "new_async_executor", spied)
     trainer, *_ = train()
     step = trainer.train_op
     assert step.while_running is None and step._executor is None
-    threads = own_threads()
     train()  # a second training starts an executor of its own and ends it
-    assert own_threads() == threads
-
-
-def own_threads() -> list[str]:
-    """The process's threads but TensorFlow's pools (``tf_Compute``, ``tf_graph_runner``, ...: grown on
-    demand, so a second training may add one). The executor's thread and Python's are named ``python``."""
-    names = []
-    for tid in os.listdir("/proc/self/task"):
-        try:
-            with open(f"/proc/self/task/{tid}/comm") as f:
-                names.append(f.read().strip())
-        except OSError:  # the thread ended while listed
-            continue
-    return sorted(n for n in names if not n.startswith("tf_"))
+    gc.collect()
+    assert len(made) == 2 and set(made) <= set(deleted)
 
 
 def test_an_error_reading_a_batch_ahead_is_raised_by_the_step_that_needs_it():

@@ -94,6 +94,8 @@ def test_replicated_towers_are_each_traced_once_per_step_variant(cpus):
 class Branching(TinyClassifier):
     """A tower function with Python control flow on a tensor, which AutoGraph converts."""
 
+    autograph = True
+
     def build_graph(self, x, label):
         cost = super().build_graph(x, label)
         if tf.reduce_mean(x) > 1000.0:   # never true for this data: a tf.cond, not a Python bool
@@ -101,12 +103,41 @@ class Branching(TinyClassifier):
         return tf.identity(cost, name="branched_cost")
 
 
-def test_the_tower_function_is_still_converted_by_autograph():
+def test_a_model_that_asks_for_autograph_is_converted():
     """Unconverted, ``if <tensor>:`` in a graph raises; converted, it is a tf.cond that keeps the cost."""
     model, costs = Branching(), []
     trainer = _train(model, [ProcessTensors(["branched_cost"], costs.append)], dataflow=make_dataflow())
     assert trainer.train_op.trace_counts == {(): 1, ("branched_cost",): 1}
     assert len(costs) == 10 and 0 < costs[-1] < costs[0]
+
+
+class UnconvertedBranching(Branching):
+    autograph = False
+
+
+def test_control_flow_on_a_tensor_without_autograph_names_the_switch():
+    """AutoGraph is off by default (as in Keras' fit): the error says how to turn it on."""
+    with pytest.raises(tf.errors.OperatorNotAllowedInGraphError,
+                       match=r"tower function Branching.build_graph uses a tensor as a Python bool.*`autograph = True` on the "
+                             r"ModelDesc"):
+        _train(UnconvertedBranching(), dataflow=make_dataflow())
+
+
+def test_autograph_is_off_by_default_and_converts_nothing(monkeypatch):
+    """The plain model is traced as written: AutoGraph's converter is never called."""
+    calls, to_graph = [], tf.autograph.to_graph
+    monkeypatch.setattr(tf.autograph, "to_graph", lambda fn, *a, **k: calls.append(fn) or to_graph(fn, *a, **k))
+    assert TinyClassifier.autograph is False
+    trainer = _train(TinyClassifier(), dataflow=make_dataflow())
+    assert trainer.global_step == 10 and calls == []
+
+
+    class Converted(Branching):  # a function of its own: conversions are cached per function
+        def build_graph(self, x, label):
+            return super().build_graph(x, label)
+
+    _train(Converted(), dataflow=make_dataflow())
+    assert [c.__qualname__ for c in calls] == [Converted.build_graph.__qualname__]
 
 
 class ComputedVariable(TinyClassifier):
@@ -132,7 +163,7 @@ def test_a_tower_function_without_source_is_traced_as_written(caplog):
     namespace: dict = {}
     exec("def build_graph(self, x, label):\n    return TinyClassifier.build_graph(self, x, label)\n",
          {"TinyClassifier": TinyClassifier}, namespace)
-    Exec = type("Exec", (TinyClassifier,), {"build_graph": namespace["build_graph"]})
+    Exec = type("Exec", (TinyClassifier,), {"build_graph": namespace["build_graph"], "autograph": True})
     with caplog.at_level(logging.WARNING, logger="trainstack.towers"):
         trainer = _train(Exec(), dataflow=make_dataflow())
     assert trainer.global_step == 10

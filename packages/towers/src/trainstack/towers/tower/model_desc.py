@@ -53,11 +53,15 @@ class ModelDescBase(abc.ABC):
 
     #: the TowerFunc class that builds this model's towers (see the class docstring)
     tower_func_class: type[TowerFunc] = TowerFunc
+    #: True: AutoGraph converts ``build_graph`` before each trace, so that Python control flow
+    #: on tensors becomes graph control flow (``TowerFunc(autograph=...)``). Off, as in Keras
+    #: and tensorpack: such a ``build_graph`` fails at once with an error naming this switch.
+    autograph: bool = False
 
     def make_tower_func(self) -> TowerFunc:
         """The tower function of this model: ``build_graph`` with its input signature, as a
         :attr:`tower_func_class`."""
-        return self.tower_func_class(self.build_graph, self.get_input_signature())
+        return self.tower_func_class(self.build_graph, self.get_input_signature(), autograph=self.autograph)
 
     @abc.abstractmethod
     def inputs(self) -> list[tf.TensorSpec]:
@@ -166,5 +170,6 @@ def tower_func_of(fn: Any, input_signature: Any, default: type[TowerFunc] = Towe
     if isinstance(fn, TowerFunc):
         return fn
     owner = getattr(fn, "__self__", None)
-    cls = owner.tower_func_class if isinstance(owner, ModelDescBase) else default
-    return cls(fn, input_signature)
+    if isinstance(owner, ModelDescBase):
+        return owner.tower_func_class(fn, input_signature, autograph=owner.autograph)
+    return default(fn, input_signature)

@@ -69,19 +69,28 @@ class TowerFunc:
     Without it the owner is the object ``fn`` is a method of (``model.build_graph``: the
     ModelDesc), else, as a fallback, what the function reads (see :attr:`model_owner`),
     which logs once the keys it chose and how to declare them instead.
+
+    ``autograph=True`` has AutoGraph convert ``fn`` before each trace, as ``tf.function``
+    does, so that Python ``if``/``for``/``while`` on tensors become graph control flow. It is
+    off by default, as in Keras' ``fit`` and in tensorpack: converting costs about 20 ms a
+    function at start-up, and an unconverted function that needs it fails at once with an
+    error naming this switch (a ModelDesc's ``autograph = True``).
     """
 
     #: Hook: the class of the handle each build records (a subclass may resolve more names)
     handle_class: type[TowerHandle] = TowerHandle
 
     def __init__(self, fn: Callable[..., Any], input_signature: Sequence[tf.TensorSpec],
-                 owner: Any = None) -> None:
+                 owner: Any = None, autograph: bool = False) -> None:
         if isinstance(fn, TowerFunc):
             owner = fn._declared_owner if owner is None else owner
+            autograph = autograph or fn.autograph
             fn = fn.fn
         if not callable(fn):
             raise TypeError(f"a tower function must be callable, got {fn!r}")
         self.fn: Callable[..., Any] = fn
+        #: convert ``fn`` with AutoGraph before each trace (see the class docstring)
+        self.autograph = bool(autograph)
         #: the owner given as ``owner=`` (a dict wrapped in a DeclaredOwner), or None
         self._declared_owner: Any = declare_owner(owner, fn)
         self._signature = normalize_signature(input_signature)
@@ -169,12 +178,30 @@ class TowerFunc:
         handle = self.handle_class(ctx, inputs, self._signature, tower_func=self)
         self._building_in_graph = not tf.executing_eagerly()
         with tf.variable_creator_scope(self._creator), self._tracing(ctx):
-            outputs = _autograph(self.fn)(*inputs) if self._building_in_graph else self.fn(*inputs)
+            outputs = self._call_fn(inputs)
         handle.outputs = outputs
         self.towers._add(handle)
         if ctx.name == self._first_tower:
             self._creation_open = False
         return outputs
+
+    def _call_fn(self, inputs: Sequence[Any]) -> Any:
+        """``fn(*inputs)``: converted by AutoGraph in a trace if :attr:`autograph`; unconverted,
+        Python control flow on a tensor is an error that names the switch."""
+        if not self._building_in_graph:
+            return self.fn(*inputs)
+        if self.autograph:
+            return _autograph(self.fn)(*inputs)
+        try:
+            return self.fn(*inputs)
+        except tf.errors.OperatorNotAllowedInGraphError as e:
+            raise tf.errors.OperatorNotAllowedInGraphError(
+                f"tower function {fn_name(self.fn)} uses a tensor as a Python bool or iterates over "
+                "it (Python `if`/`while`/`for`/`and`/`or`/`assert` on a tensor), which a traced graph "
+                "cannot run. Write it with tf.cond / tf.while_loop, or have AutoGraph convert the "
+                "function as tf.function does: `autograph = True` on the ModelDesc (a class "
+                "attribute), or TowerFunc(fn, input_signature, autograph=True). TensorFlow said: "
+                f"{str(e).split('. ')[0]}.") from e
 
     def _tracing(self, ctx: TowerContext) -> ContextManager[Any]:
         """Hook: entered around each build (trace) of a tower by this function, under ``ctx``.
@@ -252,8 +279,7 @@ class TowerFunc:
 
 def _autograph(fn: Callable[..., Any]) -> Callable[..., Any]:
     """``fn`` converted by AutoGraph, so that its Python control flow on tensors becomes graph
-    control flow when it is traced: the user's tower function is, trainstack's traces around it
-    are not (their conversion cost seconds at start-up). Converted once per function."""
+    control flow when it is traced. Converted once per function."""
     target = fn.__func__ if inspect.ismethod(fn) else fn
     try:
         converted = _CONVERTED[target]
