@@ -167,10 +167,11 @@ def test_dynamic_rnn_runs_lstm_block_cells_with_a_length_per_sequence():
     ``LSTMBlockCell``s (TF1's formula, forget bias 1.0): the outputs are the LSTM's up to each sequence's
     length and zero after it, the last state is the state at that length (the initial one for a length of 0),
     no gradient reaches the frames past it; the variables are TF1's ``rnn/multi_rnn_cell/cell_k/lstm_cell/
-    {kernel, bias}``, made once and reused when the tower is traced again."""
+    {kernel, bias}``, made once and reused when the tower is traced again. (``static_rnn`` with lengths is
+    refused, naming this.)"""
     import tensorflow as tf
 
-    from trainstack.tensorpack.tf1 import TowerContext, TowerFunc, tfv1
+    from trainstack.tensorpack.tf1 import TF1CallError, TowerContext, TowerFunc, tfv1
     rnn = tfv1.contrib.rnn
     rng = np.random.default_rng(1)
     xs = rng.normal(size=(4, 6, 3)).astype("float32")   # batch 4, 6 frames, 3 features
@@ -220,6 +221,9 @@ def test_dynamic_rnn_runs_lstm_block_cells_with_a_length_per_sequence():
     variables = list(func.variables)
     build(tf.constant(xs[:, :2]), tf.constant([2, 1, 1, 0], np.int32), tf.constant(c0), tf.constant(h0))  # retraced
     assert list(func.variables) == variables
+    # static_rnn's refusal of a length per sequence names this replacement
+    with pytest.raises(TF1CallError, match=r"use tf\.nn\.dynamic_rnn\(cell, tf\.stack\(inputs, axis=1\)"):
+        rnn.static_rnn(rnn.LSTMBlockCell(2), [tf.zeros([1, 2])], dtype=tf.float32, sequence_length=[1])
 
 
 def collapse(path: tuple[int, ...], blank: int) -> tuple[int, ...]:
