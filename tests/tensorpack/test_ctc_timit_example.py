@@ -41,12 +41,16 @@ def phoneme_list() -> list[str]:
     return ast.literal_eval(value)
 
 
-@pytest.fixture(scope="module")
-def timit(tmp_path_factory):
-    """The ported scripts and the data a user makes with them, as the example's README says:
-    ``create-lmdb.py build`` of TRAIN and of TEST, then ``create-lmdb.py stat`` of train.mdb."""
+def create_lmdb(root: Path) -> dict[str, list[list[str]]]:
+    """The data a user makes with create-lmdb.py, as the example's README says, in ``root``: ``build`` of
+    TRAIN and of TEST (``train.mdb``, ``test.mdb``), then ``stat`` of train.mdb (``stats.data``), from a tiny
+    TIMIT (``root/TIMIT``). Checks them with tensorpack 0.11's own readers: per utterance the 39 MFCC
+    features (13 cepstra, their deltas and delta-deltas, float64) of each 5 ms frame and the phonemes'
+    indices in ``PHONEME_LIST`` (int64); the frames' mean and sample std. Returns the phonemes written."""
     import example_data
-    root = tmp_path_factory.mktemp("timit")
+    from scipy.io import wavfile
+    from tensorpack.dataflow import LMDBSerializer
+    from tensorpack.utils import serialize
     written = example_data.write_timit(str(root / "TIMIT"), {"TRAIN": 128, "TEST": 64})
     assert port_into(FOLDER, root / "ported") == {"create-lmdb.py": 4, "timitdata.py": 1, "train-timit.py": 3}
     script = root / "ported" / "CTC-TIMIT" / "create-lmdb.py"
@@ -56,20 +60,8 @@ def timit(tmp_path_factory):
     for build in builds:
         out, _ = build.communicate(timeout=TIMEOUT)
         assert build.returncode == 0, out[-5000:]
-    run([STAND_IN, script, "stat", "--db", root / "train.mdb"], root)   # writes stats.data
-    return root, written
-
-
-def test_create_lmdb_writes_tensorpacks_lmdb_of_mfccs_and_phonemes(timit):
-    """What create-lmdb.py wrote, read by tensorpack 0.11's own reader: per utterance the 39 MFCC features
-    (13 cepstra, their deltas and delta-deltas, float64) of each 5 ms frame and the phonemes' indices in
-    ``PHONEME_LIST`` (int64); stats.data is tensorpack's serialization of the frames' mean and std."""
-    from scipy.io import wavfile
-    from tensorpack.dataflow import LMDBSerializer
-    from tensorpack.utils import serialize
-    root, written = timit
+    run([STAND_IN, script, "stat", "--db", root / "train.mdb"], root)
     phonemes = phoneme_list()
-    frames = []
     for split, n in (("TRAIN", 128), ("TEST", 64)):
         ds = LMDBSerializer.load(str(root / f"{split.lower()}.mdb"), shuffle=False)
         ds.reset_state()
@@ -89,36 +81,45 @@ def test_create_lmdb_writes_tensorpacks_lmdb_of_mfccs_and_phonemes(timit):
     mean, std = serialize.loads((root / "stats.data").read_bytes())
     np.testing.assert_allclose(mean, frames.mean(0), rtol=1e-9, atol=1e-9)
     np.testing.assert_allclose(std, frames.std(0, ddof=1), rtol=1e-6)   # OnlineMoments' sample std
+    return written
 
 
-def test_train_timit_as_written_stops_at_serialize_as_tensorpacks(timit, tmp_path):
+def test_train_timit_as_written_stops_at_serialize_as_tensorpacks(tmp_path):
     """train-timit.py reads its stats file with ``serialize.loads``, a name it no longer imports: tensorpack's
     commit 0cecfbb6 removed ``from tensorpack.utils import serialize``, and ``from tensorpack import *`` does
-    not bind it (tensorpack 0.11, measured here). A ``NameError`` before anything trains, as in tensorpack."""
-    root, _ = timit
+    not bind it (tensorpack 0.11, measured here). A ``NameError`` before anything trains, as in tensorpack.
+    (It stops after opening its two LMDBs: one datapoint each, written here, is all it reads.)"""
+    from trainstack.dataflow import DataFromList, LMDBSerializer
     namespace: dict = {}
     exec("from tensorpack import *", namespace)
     assert "serialize" not in namespace
     exec("from trainstack.tensorpack import *", namespace := {})
     assert "serialize" not in namespace
     assert SERIALIZE not in (FOLDER / "train-timit.py").read_bytes()
-    err = fails([RUNNER, "--max-epoch", 1, "--steps-per-epoch", 1, root / "ported" / "CTC-TIMIT" / "train-timit.py",
-                 "--train", root / "train.mdb", "--test", root / "test.mdb", "--stat", root / "stats.data"], tmp_path)
+    for name in ("train.mdb", "test.mdb"):
+        LMDBSerializer.save(DataFromList([[np.zeros((3, 39)), np.array([27, 0, 27])]], shuffle=False),
+                            str(tmp_path / name))
+    (tmp_path / "stats.data").write_bytes(b"")
+    assert port_into(FOLDER, tmp_path / "ported")["train-timit.py"] == 3
+    err = fails([RUNNER, "--max-epoch", 1, "--steps-per-epoch", 1, tmp_path / "ported" / "CTC-TIMIT" / "train-timit.py",
+                 "--train", "train.mdb", "--test", "test.mdb", "--stat", "stats.data"], tmp_path)
     assert "NameError: name 'serialize' is not defined" in err, err[-3000:]
     assert "mean, std = serialize.loads(open(stat_file, 'rb').read())" in err
 
 
-def test_train_timit_learns_the_phonemes_with_ctc(timit, tmp_path):
-    """With tensorpack's import of ``serialize`` back (the line before commit 0cecfbb6, ported with the rest),
-    train-timit.py trains 4 epochs of 40 steps of 64 utterances: the CTC cost falls, the edit distance of the
-    greedy decoding falls, the InferenceRunner's (beam search, every 2 epochs) is written and falls, and
-    the LSTMs' variables under TF1's names change."""
+def test_create_lmdb_then_train_timit_learns_the_phonemes_with_ctc(tmp_path):
+    """create-lmdb.py makes the LMDBs and the stats (see :func:`create_lmdb`); then, with tensorpack's import of
+    ``serialize`` back (the line before commit 0cecfbb6, ported with the rest), train-timit.py trains 4 epochs
+    of 40 steps of 64 utterances: the CTC cost falls, the edit distance of the greedy decoding falls, the
+    InferenceRunner's (beam search, every 2 epochs) is written and falls, and the LSTMs' variables under TF1's
+    names change."""
     import tensorflow as tf
-    root, _ = timit
+    root = tmp_path / "data"
+    create_lmdb(root)
     source = (FOLDER / "train-timit.py").read_bytes()
     assert source.count(GRADPROC) == 1
     folder = tmp_path / "CTC-TIMIT"
-    folder.mkdir()
+    folder.mkdir()  # the script with the import tensorpack removed, and its module
     (folder / "train-timit.py").write_bytes(source.replace(GRADPROC, GRADPROC + SERIALIZE))
     (folder / "timitdata.py").write_bytes((FOLDER / "timitdata.py").read_bytes())
     ported = port_into(folder, tmp_path / "ported")
