@@ -5,7 +5,8 @@ Each class is a fixed random pattern plus noise, so a model that learned nothing
 The files are the originals' formats, read by ``trainstack.dataflow.dataset`` from
 ``$TENSORPACK_DATASET``: MNIST's idx ``.gz`` files (``mnist_data/``), CIFAR-10's python pickles
 (``cifar10_data/cifar-10-batches-py/``) and SVHN's ``.mat`` files (``svhn_data/``); for the GAN
-examples, a folder of JPEG images (``write_jpegs``, what DCGAN.py's ``--data`` reads).
+examples, a folder of JPEG images (``write_jpegs``, what DCGAN.py's ``--data`` reads); for CTC-TIMIT,
+TIMIT's layout of RIFF WAV files and ``.PHN`` phoneme alignments (``write_timit``).
 """
 from __future__ import annotations
 
@@ -225,3 +226,43 @@ def write_ptb(root: str, train_steps: int = 30, other_steps: int = 2, vocab: int
         with open(os.path.join(folder, f"ptb.{name}.txt"), "w") as f:
             f.write("".join(lines))
     return vocab + 1
+
+
+#: the phonemes of write_timit's utterances (of TIMIT's 61): each a chord of two tones of its own
+TIMIT_PHONEMES = ["aa", "iy", "s", "n", "sh", "k", "r", "eh"]
+
+
+def write_timit(root: str, sizes: dict[str, int] | None = None, rate: int = 16000) -> dict[str, list[list[str]]]:
+    """``root/<SPLIT>/DR<d>/<speaker>/<sentence>.wav`` and ``.PHN``, TIMIT's layout after its README's
+    ``sox`` conversion to RIFF WAV (16 kHz, int16): ``sizes[SPLIT]`` utterances per split. An utterance
+    is ``h#`` (silence: faint noise), 4 to 6 of ``TIMIT_PHONEMES`` (no phoneme twice in a row), ``h#``;
+    a phoneme is 30 to 50 ms of its two tones plus noise, and each ``.PHN`` line is TIMIT's ``start end
+    phoneme`` in samples. Returns each split's phoneme sequences, in the order written."""
+    from scipy.io import wavfile
+    tones = np.random.RandomState(70).uniform(200, 5500, size=(len(TIMIT_PHONEMES), 2))
+    written: dict[str, list[list[str]]] = {}
+    for seed, (split, n) in enumerate((sizes or {"TRAIN": 128, "TEST": 64}).items()):
+        rng = np.random.RandomState(71 + seed)
+        written[split] = []
+        for i in range(n):
+            kinds, count = [int(rng.randint(len(TIMIT_PHONEMES)))], rng.randint(4, 7)
+            while len(kinds) < count:
+                kinds.append(int((kinds[-1] + rng.randint(1, len(TIMIT_PHONEMES))) % len(TIMIT_PHONEMES)))
+            parts, lines, start = [], [], 0
+            for kind in [None, *kinds, None]:
+                length = int(rate * rng.uniform(0.015, 0.03) if kind is None else rate * rng.uniform(0.03, 0.05))
+                t = np.arange(length) / rate
+                sound = rng.normal(0, 100 if kind is None else 300, length)
+                if kind is not None:
+                    phase = rng.uniform(0, 2 * np.pi, 2)
+                    sound += 3000 * np.sin(2 * np.pi * tones[kind, :, None] * t + phase[:, None]).sum(0)
+                parts.append(sound)
+                lines.append(f"{start} {start + length} {'h#' if kind is None else TIMIT_PHONEMES[kind]}\n")
+                start += length
+            folder = os.path.join(root, split, f"DR{1 + i % 2}", f"FAKE{i // 10}")
+            os.makedirs(folder, exist_ok=True)
+            wavfile.write(os.path.join(folder, f"SX{i}.wav"), rate, np.concatenate(parts).astype(np.int16))
+            with open(os.path.join(folder, f"SX{i}.PHN"), "w") as f:
+                f.write("".join(lines))
+            written[split].append([line.split()[-1] for line in lines])
+    return written

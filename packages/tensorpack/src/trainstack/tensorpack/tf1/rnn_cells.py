@@ -17,7 +17,12 @@ tower, reused by the others, checkpointed under the TF1 names):
 - ``LSTMStateTuple(c, h)``; ``static_rnn(cell, inputs, initial_state, dtype, scope='rnn')``: the cell
   over the list of inputs, variables made at the first step and reused after (TF1's).
 
-What TF1 had beyond this (peepholes, ``cell_clip``, projections, ``sequence_length``,
+``tf.nn.dynamic_rnn`` (``tfv1.nn.dynamic_rnn``, TensorFlow's own ``tf.compat.v1`` function, which needs
+nothing of the room) runs these cells as TF1 did: over a batch-major or time-major tensor in a
+``tf.while_loop``, with ``sequence_length`` (outputs zero past each length, the state kept from it), the
+variables under ``variable_scope(scope or 'rnn')`` (``rnn/multi_rnn_cell/cell_0/lstm_cell/kernel``).
+
+What TF1 had beyond this (peepholes, ``cell_clip``, projections, ``static_rnn``'s ``sequence_length``,
 ``state_is_tuple=False``) is a :class:`TF1CallError` naming it.
 """
 from __future__ import annotations
@@ -180,7 +185,10 @@ def static_rnn(cell: Any, inputs: Sequence[tf.Tensor], initial_state: Any = None
     ``variable_scope(scope or 'rnn')``, its variables made at the first step and reused after;
     the outputs and the last state."""
     if sequence_length is not None:
-        _refuse("static_rnn(sequence_length=...)", "a length per sequence")
+        raise TF1CallError("static_rnn(sequence_length=...): a length per sequence is not supported by "
+                           "trainstack's static_rnn; use tf.nn.dynamic_rnn(cell, tf.stack(inputs, axis=1), "
+                           "sequence_length, initial_state, dtype=...) (tfv1.nn.dynamic_rnn, TensorFlow's own), "
+                           "which runs these cells with TF1's semantics")
     if not inputs:
         raise ValueError("static_rnn: inputs must not be empty")
     with tf.compat.v1.variable_scope(scope or "rnn") as varscope:
