@@ -66,8 +66,9 @@ def assert_ended(pred, before):
 
 def test_ordered_on_one_gpu_each_then_a_killed_worker_is_named(monkeypatch):
     """Worker k sees only GPU k of CUDA_VISIBLE_DEVICES (none exists here: TensorFlow runs on the CPU);
-    two passes give the formula's outputs in the dataflow's order; a worker SIGKILLed during a third
-    pass makes get_result() raise naming it, and the other worker is ended too."""
+    each pass gives the formula's outputs in the dataflow's order, also after a pass left unfinished;
+    a worker SIGKILLed during a pass makes get_result() raise naming it, and the other worker is ended
+    too."""
     before = child_pids()
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "3,5")
     pred = MultiProcessDatasetPredictor(config(), dataflow(), 2)
@@ -79,7 +80,10 @@ def test_ordered_on_one_gpu_each_then_a_killed_worker_is_named(monkeypatch):
     for x, (y, s) in zip(XS, results):
         np.testing.assert_allclose(y, x @ W + B, rtol=1e-6)
         np.testing.assert_allclose(s, x.sum(1), rtol=1e-6)
-    again = pred.get_all_result()  # a second pass, same workers
+    abandoned = pred.get_result()
+    next(abandoned)
+    abandoned.close()  # its datapoints in flight are answered later, and dropped
+    again = pred.get_all_result()  # another pass, same workers
     assert all(np.array_equal(a[0], b[0]) for a, b in zip(results, again)) and len(again) == len(XS)
 
     third = pred.get_result()

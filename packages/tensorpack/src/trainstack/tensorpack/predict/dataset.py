@@ -141,6 +141,8 @@ class MultiProcessDatasetPredictor(DatasetPredictorBase):
         while any(w.ready is None for w in self._workers):  # each reports ready, or why it cannot start
             _workers.receive(self._workers)
         while True:
+            if not self._finalizer.alive:
+                raise RuntimeError(f"{type(self).__name__} was closed during get_result()")
             while not exhausted:
                 free = [w for w in self._workers if w.ready is not None and w.in_flight < _workers.MAX_IN_FLIGHT]
                 if not free:

@@ -82,8 +82,18 @@ def worker_gpus(nr_proc: int, use_gpu: bool) -> list[str]:
 
 
 def pickle_config(config: PredictConfig) -> bytes:
-    """``config`` pickled for the workers (cloudpickle: classes of the main script by value, those
-    of importable modules by reference); what cannot be pickled is a TypeError naming it."""
+    """``config`` pickled for the workers; what cannot be pickled is a TypeError naming it.
+
+    By reference where the workers can import it (pickle): the model's class from its module, or
+    from the main script, which a spawned process imports again; so AutoGraph finds its source
+    there as here. By value (cloudpickle) what pickle refuses (lambdas, closures) and everything
+    of a main module that the workers do not import again (``python -c``, ``python -m``, a
+    notebook); AutoGraph cannot read such code's source and traces it as written."""
+    if _main_is_imported_again():
+        try:
+            return pickle.dumps(config, protocol=pickle.HIGHEST_PROTOCOL)
+        except Exception:  # noqa: BLE001, S110 - pickling raises several kinds; cloudpickle may still do
+            pass
     try:
         return cloudpickle.dumps(config, protocol=pickle.HIGHEST_PROTOCOL)
     except Exception as e:  # noqa: BLE001 - pickling raises several kinds
@@ -93,6 +103,17 @@ def pickle_config(config: PredictConfig) -> bytes:
             f"({type(part).__name__}) cannot be pickled: {type(e).__name__}: {e}. A config that a predictor "
             "was already built from holds its traced tower: pass a new PredictConfig(model=Model(), ...), "
             "the workers build their own") from e
+
+
+def _main_is_imported_again() -> bool:
+    """Whether a spawned process imports this program's main module again (as ``__mp_main__``), as
+    multiprocessing's spawn does: a main script by its path or a module by its name, not a
+    package's ``__main__``, and nothing for ``python -c`` or an interactive session."""
+    main = sys.modules.get("__main__")
+    name = getattr(getattr(main, "__spec__", None), "name", None)
+    if name is not None:
+        return not (name == "__main__" or name.endswith(".__main__"))
+    return getattr(main, "__file__", None) is not None
 
 
 def _unpicklable_part(obj: Any, path: str, seen: set[int] | None = None) -> tuple[str, Any]:
