@@ -95,19 +95,24 @@ def test_ordered_on_one_gpu_each_then_a_killed_worker_is_named(monkeypatch):
                                            r"\(killed by SIGKILL\)"):
         list(third)
     assert_ended(pred, before)
-    with pytest.raises(RuntimeError, match="ended because one failed .*killed by SIGKILL.*make a new predictor"):
+    with pytest.raises(RuntimeError, match="ended when a pass failed .*killed by SIGKILL.*make a new predictor"):
         next(pred.get_result())
 
 
 def test_as_finished_with_return_input_on_the_cpu():
     """ordered=False: every datapoint once, as the workers finish them, each with its inputs
-    (return_input) and the formula's outputs; use_gpu=False hides the GPUs; `with` ends the workers."""
+    (return_input) and the formula's outputs; use_gpu=False hides the GPUs; `with` ends the workers,
+    also under an iteration in progress, which then says so."""
     before = child_pids()
     with MultiProcessDatasetPredictor(config(return_input=True), dataflow(), 2, use_gpu=False,
                                       ordered=False) as pred:
         results = pred.get_all_result()
         assert [(w.ready["CUDA_VISIBLE_DEVICES"], w.ready["gpus"]) for w in pred._workers] == [("", 0), ("", 0)]
+        suspended = pred.get_result()
+        next(suspended)
     assert_ended(pred, before)
+    with pytest.raises(RuntimeError, match="closed during get_result"):
+        next(suspended)
     assert len(results) == len(XS)
     for (x,), (y, s) in results:
         np.testing.assert_allclose(y, x @ W + B, rtol=1e-6)

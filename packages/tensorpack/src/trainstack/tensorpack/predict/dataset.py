@@ -110,7 +110,7 @@ class MultiProcessDatasetPredictor(DatasetPredictorBase):
 
     def get_result(self) -> Iterator[Any]:
         if self._failed is not None:
-            raise RuntimeError(f"{type(self).__name__}.get_result(): its workers were ended because one failed "
+            raise RuntimeError(f"{type(self).__name__}.get_result(): its workers were ended when a pass failed "
                                f"({self._failed}); make a new predictor")
         if not self._finalizer.alive:
             raise RuntimeError(f"{type(self).__name__}.get_result() after close(): make a new predictor")
@@ -130,8 +130,9 @@ class MultiProcessDatasetPredictor(DatasetPredictorBase):
             except GeneratorExit:
                 raise
             except BaseException as e:
-                self._failed = f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"
-                self.close()
+                if self._finalizer.alive:
+                    self._failed = f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"
+                    self.close()
                 raise
 
     def _predict(self, pass_id: int) -> Iterator[Any]:
@@ -141,8 +142,7 @@ class MultiProcessDatasetPredictor(DatasetPredictorBase):
         while any(w.ready is None for w in self._workers):  # each reports ready, or why it cannot start
             _workers.receive(self._workers)
         while True:
-            if not self._finalizer.alive:
-                raise RuntimeError(f"{type(self).__name__} was closed during get_result()")
+            self._check()
             while not exhausted:
                 free = [w for w in self._workers if w.ready is not None and w.in_flight < _workers.MAX_IN_FLIGHT]
                 if not free:
@@ -162,9 +162,15 @@ class MultiProcessDatasetPredictor(DatasetPredictorBase):
             while (next_index in finished) if self.ordered else finished:
                 outputs = finished.pop(next_index if self.ordered else next(iter(finished)))
                 next_index += 1
-                for w in self._workers:  # a worker that died meanwhile is an error before any more output
-                    _workers.check_alive(w)
+                self._check()  # a worker that died meanwhile is an error before any more output
                 yield outputs
+
+    def _check(self) -> None:
+        """Raise if the predictor was closed, or a worker exited."""
+        if not self._finalizer.alive:
+            raise RuntimeError(f"{type(self).__name__} was closed during get_result()")
+        for w in self._workers:
+            _workers.check_alive(w)
 
     def close(self) -> None:
         """End the worker processes (also at the end of a ``with`` block, and when collected)."""
