@@ -132,10 +132,51 @@ def test_a_model_the_workers_cannot_import_is_an_error_not_a_hang(monkeypatch):
     cfg = PredictConfig(model=module.Here(), input_names=["x"], output_names=["y"])
     before = child_pids()
     pred = MultiProcessDatasetPredictor(cfg, dataflow(), 1, use_gpu=False)
-    with pytest.raises(RuntimeError, match=r"(?s)worker 0 \(pid \d+, on the CPU\) failed to start: .*"
+    with pytest.raises(RuntimeError, match=r"(?s)worker 0 \(pid \d+, on the CPU\) failed to start: unpickling the PredictConfig raised "
                                            r"ModuleNotFoundError: No module named 'mpdp_only_here'.*Traceback"):
         pred.get_all_result()
     assert_ended(pred, before)
+
+
+SCRIPT = """
+import tensorflow as tf
+
+from trainstack.tensorpack import ModelDesc
+
+
+class Model(ModelDesc):
+    def inputs(self):
+        return [tf.TensorSpec([None, 3], tf.float32, "x")]
+
+    def build_graph(self, x):
+        if tf.reduce_sum(x) > 0:  # Python control flow on a tensor: AutoGraph must read this source
+            y = 2 * x
+        else:
+            y = -x
+        tf.identity(y, name="y")
+
+
+if __name__ == "__main__":
+    raise SystemExit("a spawned worker imports this script as __mp_main__, not as __main__")
+"""
+
+
+def test_a_model_of_the_main_script_reaches_the_workers_with_its_source(monkeypatch, tmp_path):
+    """As ``python script.py`` with the model in the script: the config goes by reference to
+    ``__main__.Model``, which the workers find in the script that spawn imports again, so AutoGraph
+    reads its source there (a model sent by value has none: its ``if`` on a tensor would fail)."""
+    script = tmp_path / "predict_script.py"
+    script.write_text(SCRIPT)
+    main = types.ModuleType("__main__")
+    main.__file__ = str(script)
+    exec(compile(SCRIPT.replace('if __name__ == "__main__"', "if False"), str(script), "exec"), main.__dict__)
+    monkeypatch.setitem(sys.modules, "__main__", main)
+    xs = [np.ones((2, 3), np.float32), -np.ones((2, 3), np.float32)]
+    with MultiProcessDatasetPredictor(PredictConfig(model=main.Model(), output_names=["y"]), dataflow(xs), 1,
+                                      use_gpu=False) as pred:
+        (up,), (down,) = pred.get_all_result()
+    np.testing.assert_array_equal(up, 2 * xs[0])
+    np.testing.assert_array_equal(down, -xs[1])
 
 
 def test_a_worker_raising_on_a_datapoint_is_an_error_naming_it():

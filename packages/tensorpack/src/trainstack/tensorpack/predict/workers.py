@@ -260,11 +260,16 @@ def _work(payload: bytes, tasks: Connection, results: Connection) -> None:
 
     try:
         try:
-            predictor = OfflinePredictor(pickle.loads(payload))
+            config = pickle.loads(payload)
         except Exception as e:  # noqa: BLE001 - reported to the parent with its traceback
-            report(("error", f"failed to start: OfflinePredictor(config) in the worker raised "
-                             f"{type(e).__name__}: {e} (the config is unpickled in the worker: its model's class "
-                             "must be importable there, from a module on sys.path or the main script)",
+            report(("error", f"failed to start: unpickling the PredictConfig raised {type(e).__name__}: {e} (its "
+                             "model's class must be importable in the worker: from a module on sys.path, or the "
+                             "main script)", traceback.format_exc()))
+            sys.exit(1)
+        try:
+            predictor = OfflinePredictor(config)
+        except Exception as e:  # noqa: BLE001 - reported to the parent with its traceback
+            report(("error", f"failed to start: OfflinePredictor(config) raised {type(e).__name__}: {e}",
                     traceback.format_exc()))
             sys.exit(1)
         import tensorflow as tf  # noqa: PLC0415 - imported by the predictor already
