@@ -280,8 +280,9 @@ def _work(payload: bytes, tasks: Connection, results: Connection) -> None:
         # read ahead in a thread: the parent's send never waits on this worker's own send
         threading.Thread(target=_read_tasks, args=(tasks, inbox), daemon=True).start()
         while (task := inbox.get()) is not None:
-            pass_id, index, datapoint = pickle.loads(task)
+            index: Any = "(not unpickled)"
             try:
+                pass_id, index, datapoint = pickle.loads(task)
                 message = pickle.dumps(("result", pass_id, index, predictor(*datapoint)),
                                        protocol=pickle.HIGHEST_PROTOCOL)
             except Exception as e:  # noqa: BLE001 - reported to the parent with its traceback
