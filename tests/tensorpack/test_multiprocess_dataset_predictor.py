@@ -108,6 +108,7 @@ def test_as_finished_with_return_input_on_the_cpu():
                                       ordered=False) as pred:
         results = pred.get_all_result()
         assert [(w.ready["CUDA_VISIBLE_DEVICES"], w.ready["gpus"]) for w in pred._workers] == [("", 0), ("", 0)]
+        assert all(w.answered >= 2 for w in pred._workers)  # both predicted (at most 2 each in flight)
         suspended = pred.get_result()
         next(suspended)
     assert_ended(pred, before)

@@ -46,7 +46,7 @@ _start_lock = threading.Lock()  # CUDA_VISIBLE_DEVICES is the starting worker's 
 @dataclasses.dataclass(eq=False)
 class PredictWorker:
     """The parent's handle of one worker: its process, its GPU (``"-1"``: the CPU), the ends of
-    its pipes, whether it reported ready (and what it saw), and its datapoints in flight."""
+    its pipes, whether it reported ready (and what it saw), its datapoints in flight and answered."""
 
     index: int
     gpu: str
@@ -55,6 +55,7 @@ class PredictWorker:
     results: Connection
     ready: dict[str, Any] | None = None
     in_flight: int = 0
+    answered: int = 0
 
     @property
     def name(self) -> str:
@@ -234,6 +235,7 @@ def _read(w: PredictWorker) -> tuple[Any, ...]:
         w.ready = message[1]
     else:
         w.in_flight -= 1
+        w.answered += 1
     return message
 
 
