@@ -214,7 +214,7 @@ def test_top_level_star_import_brings_tensorpacks_names_and_module_names():
     ("trainstack.tensorpack.tfutils.sesscreate", "NewSessionCreator", "RuntimeConfig"),
     ("trainstack.tensorpack.tfutils", "get_default_sess_config", "RuntimeConfig"),
     ("trainstack.tensorpack", "get_default_sess_config", "RuntimeConfig"),
-    ("trainstack.tensorpack.predict.dataset", "MultiProcessDatasetPredictor", "SimpleDatasetPredictor"),
+    ("trainstack.tensorpack.train.trainers", "BytePSTrainer", "HorovodTrainer"),
     ("trainstack.tensorpack.callbacks.hooks", "CallbackToHook", "SessionRunHooks"),
 ])
 def test_a_replaced_name_imports_and_its_call_names_what_to_use(module, name, words):

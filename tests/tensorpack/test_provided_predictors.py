@@ -8,37 +8,18 @@ import threading
 import numpy as np
 import pytest
 import tensorflow as tf
+from linear_predict_cases import B, W, config  # by name (this folder is on sys.path, see conftest.py)
 
 from trainstack.tensorpack import (
     DataParallelOfflinePredictor,
-    DictRestore,
-    ModelDesc,
     MultiThreadAsyncPredictor,
     MultiTowerOfflinePredictor,
     OfflinePredictor,
     OnlinePredictor,
-    PredictConfig,
     PredictorBase,
 )
 
-RNG = np.random.RandomState(0)
-W, B = RNG.rand(3, 2).astype(np.float32), RNG.rand(2).astype(np.float32)
-
-
-class Linear(ModelDesc):
-    def inputs(self):
-        return [tf.TensorSpec([None, 3], tf.float32, "x")]
-
-    def build_graph(self, x):
-        w = tf.compat.v1.get_variable("W", [3, 2])
-        b = tf.compat.v1.get_variable("b", [2])
-        tf.identity(tf.matmul(x, w) + b, name="y")
-        tf.identity(tf.reduce_sum(x, axis=1), name="s")
-
-
-def config(**kwargs):
-    return PredictConfig(model=Linear(), input_names=["x"], output_names=["y", "s"],
-                         session_init=DictRestore({"W": W, "b": B}), **kwargs)
+RNG = np.random.RandomState(1)
 
 
 def test_multi_tower_predictor_gives_one_restored_predictor_per_tower():

@@ -46,7 +46,7 @@ _STAR = [
     "FeedfreeInput", "QueueInput", "BatchQueueInput", "DummyConstantInput", "TensorInput", "TFDatasetInput",
     "StagingInput", "InputSource", "remap_input_source", "OnlinePredictor", "OfflinePredictor", "PredictConfig", "DatasetPredictorBase",
     "SimpleDatasetPredictor", "FeedfreePredictor", "MultiThreadAsyncPredictor", "MultiTowerOfflinePredictor",
-    "DataParallelOfflinePredictor", "PredictorBase", "tfv1", "StartProcOrThread", "TensorPrinter", "SendStat", "InjectShell", "SendMonitorData",
+    "DataParallelOfflinePredictor", "MultiProcessDatasetPredictor", "PredictorBase", "tfv1", "StartProcOrThread", "TensorPrinter", "SendStat", "InjectShell", "SendMonitorData",
     "DumpTensorAsImage", "DumpParamAsImage", "CometMLMonitor", "GPUMemoryTracker", "HostMemoryTracker",
     "callbacks", "compat", "dataflow", "graph_builder", "input_source", "models", "predict", "tfutils", "train", "utils",
     "change_env", "execute_only_once", "get_tqdm",

@@ -55,10 +55,6 @@ REPLACED: dict[str, str] = {
         "replaced by regularize_cost over the layer functions' variables, or sum(model.losses) of Keras layers "
         "made with kernel_regularizer= (it sums the REGULARIZATION_LOSSES collection, which TensorFlow 2 does not "
         "keep: the TF1 room refuses get_variable's and tf.layers' regularizer= arguments that filled it)",
-    "tensorpack.predict.dataset.MultiProcessDatasetPredictor":
-        "not provided: it sends the PredictConfig to a process per GPU, each making its own TF1 session; "
-        "trainstack's predictors are traced functions of the model in this process: use SimpleDatasetPredictor "
-        "with BatchData, or MultiTowerOfflinePredictor for several GPUs",
     "tensorpack.tfutils.collection.backup_collection":
         "not provided: it saves and rewrites TF1 graph collections in place (get_collection_ref); TensorFlow 2 "
         "keeps none, and the TF1 room answers the variable collections from the model while a tower is traced, "

@@ -166,6 +166,7 @@ from .predict import (
     DataParallelOfflinePredictor,
     DatasetPredictorBase,
     FeedfreePredictor,
+    MultiProcessDatasetPredictor,
     MultiThreadAsyncPredictor,
     MultiTowerOfflinePredictor,
     OfflinePredictor,

@@ -6,13 +6,13 @@ from .._replaced import stand_in_names, unprovided
 from .base import PredictorBase
 from .concurrency import MultiThreadAsyncPredictor
 from .config import PredictConfig
-from .dataset import DatasetPredictorBase, SimpleDatasetPredictor
+from .dataset import DatasetPredictorBase, MultiProcessDatasetPredictor, SimpleDatasetPredictor
 from .feedfree import FeedfreePredictor
 from .multigpu import DataParallelOfflinePredictor, MultiTowerOfflinePredictor
 
 __all__ = ["PredictorBase", "OnlinePredictor", "OfflinePredictor", "PredictConfig", "DatasetPredictorBase",
            "SimpleDatasetPredictor", "FeedfreePredictor", "MultiThreadAsyncPredictor", "MultiTowerOfflinePredictor",
-           "DataParallelOfflinePredictor"]
+           "DataParallelOfflinePredictor", "MultiProcessDatasetPredictor"]
 
 __all__ += stand_in_names(__name__)
 

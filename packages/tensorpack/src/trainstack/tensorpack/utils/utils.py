@@ -34,17 +34,20 @@ def humanize_time_delta(sec: float) -> str:
 
 @contextmanager
 def change_env(name: str, val: str | None) -> Iterator[None]:
-    """A block where the environment variable ``name`` is ``val`` (None: unset); restored when it ends."""
+    """A block where the environment variable ``name`` is ``val`` (None: unset); restored when it ends,
+    also by an error."""
     oldval = os.environ.get(name, None)
     if val is None:
         os.environ.pop(name, None)
     else:
         os.environ[name] = val
-    yield
-    if oldval is None:
-        os.environ.pop(name, None)
-    else:
-        os.environ[name] = oldval
+    try:
+        yield
+    finally:
+        if oldval is None:
+            os.environ.pop(name, None)
+        else:
+            os.environ[name] = oldval
 
 
 _EXECUTE_HISTORY: set[tuple[str, int]] = set()
