@@ -7,7 +7,7 @@ import time
 
 import numpy as np
 
-BIG = 1 << 15  # codec.OOB_MIN_BYTES: arrays at least this large go out of band
+BIG = 1 << 15  # frame_io.OOB_MIN_BYTES: arrays at least this large go out of band
 
 
 def arrays(i: int) -> dict:

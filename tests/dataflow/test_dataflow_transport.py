@@ -27,15 +27,8 @@ from trainstack.dataflow import (
     MultiProcessRunner,
     MultiProcessRunnerZMQ,
 )
-from trainstack.dataflow.codec import (
-    OOB_MIN_BYTES,
-    decode_frame,
-    encode_frame,
-    encode_frame_oob,
-    loads,
-    recv_frame,
-    send_frame,
-)
+from trainstack.dataflow.codec import decode_frame, encode_frame, encode_frame_oob, loads
+from trainstack.dataflow.frame_io import OOB_MIN_BYTES, recv_frame, send_frame
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 if HERE not in sys.path:  # worker processes import the helpers by module name

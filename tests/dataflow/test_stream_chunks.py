@@ -12,7 +12,8 @@ import pytest
 
 from trainstack.dataflow import DataFromList, MultiProcessDataFlow, MultiProcessRunner, MultiProcessRunnerZMQ
 from trainstack.dataflow._worker_main import CHUNK_BYTES, CHUNK_DATAPOINTS, CHUNK_SECONDS, _frames
-from trainstack.dataflow.codec import OOB_MIN_BYTES, decode_frame
+from trainstack.dataflow.codec import decode_frame
+from trainstack.dataflow.frame_io import OOB_MIN_BYTES
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 if HERE not in sys.path:  # worker processes import the helpers by module name

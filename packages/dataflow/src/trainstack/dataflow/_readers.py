@@ -27,7 +27,7 @@ import threading
 from multiprocessing.connection import wait
 from typing import TYPE_CHECKING, Any
 
-from .codec import recv_frame
+from .frame_io import recv_frame
 
 if TYPE_CHECKING:
     from ._worker_pool import Worker

@@ -29,16 +29,9 @@ from multiprocessing.connection import Connection, wait
 from typing import Any
 
 from .base import fix_rng_seed
-from .codec import (
-    OOB_MIN_BYTES,
-    chunk_frame,
-    decode_frame,
-    encode_frame,
-    pack_datapoint_oob,
-    results_frame,
-    send_frame,
-)
+from .codec import chunk_frame, decode_frame, encode_frame, pack_datapoint_oob, results_frame
 from .errors import FrameError
+from .frame_io import OOB_MIN_BYTES, send_frame
 from .protocol import EmptyPasses, reset_dataflow
 
 

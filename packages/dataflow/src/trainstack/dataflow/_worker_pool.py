@@ -44,8 +44,8 @@ except ImportError:  # Windows
 
 from ._readers import FrameReaders
 from .base import fixed_rng_seed
-from .codec import recv_frame
 from .errors import FrameError, InputError, InputWorkerError
+from .frame_io import recv_frame
 
 if TYPE_CHECKING:
     from typing import Self

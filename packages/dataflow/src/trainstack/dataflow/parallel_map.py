@@ -31,8 +31,9 @@ from trainstack.loop.checks import check_int
 from ._worker_main import run_map_worker
 from ._worker_pool import Worker, WorkerProcesses, pickle_payload, receive, worker_failure, worker_seeds
 from .base import ProxyDataFlow
-from .codec import encode_frame, send_frame
+from .codec import encode_frame
 from .errors import FrameError
+from .frame_io import send_frame
 from .protocol import MAX_EMPTY_PASSES, repeat_passes, reset_dataflow
 
 __all__ = ["MultiProcessMapData", "MultiProcessMapDataZMQ", "MultiThreadMapData"]
