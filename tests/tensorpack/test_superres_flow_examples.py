@@ -282,3 +282,28 @@ def test_flownet2_c_predicts_the_flow_of_image_pairs_and_the_sintel_endpoint_err
                             for f, gt in zip(flows, truth)])
     assert float(aee) == pytest.approx(expected_aee, rel=1e-4)
     print(f"flownet2.py --model flownet2-c: flow magnitude {np.abs(flows[0]).mean():.3f}, AEE {aee}")
+
+
+#: data_sampler.py's ImageEncode calls ndarray.tostring(), which NumPy 2 removed (tobytes() since NumPy 1.9)
+TOSTRING = (b"cv2.imencode(mode, img)[1].tostring()", b"cv2.imencode(mode, img)[1].tobytes()")
+
+
+def test_data_sampler_stops_at_numpys_removed_tostring_then_writes_the_lmdb_enet_pat_reads(tmp_path):
+    import cv2
+    from test_image_examples import change_line
+
+    from trainstack.tensorpack import LMDBSerializer
+    write_coco_zip(tmp_path / "train2017.zip")
+    assert port_folder(EXAMPLES / "SuperResolution", tmp_path / "ported") == SR_PORTED
+    sampler = tmp_path / "ported" / "data_sampler.py"
+    args = [sampler, "--lmdb", "train2017.lmdb", "--input", "train2017.zip", "--create"]
+    done = subprocess.run([sys.executable, *map(str, args)], cwd=tmp_path, capture_output=True, text=True,
+                          timeout=300, env={**os.environ, "CUDA_VISIBLE_DEVICES": ""})
+    assert done.returncode != 0 and "has no attribute 'tostring'" in done.stderr, done.stderr[-3000:]
+    change_line(sampler, *TOSTRING)
+    run(args, tmp_path)
+    ds = LMDBSerializer.load(str(tmp_path / "train2017.lmdb"), shuffle=False)
+    ds.reset_state()
+    decoded = [cv2.imdecode(dp[0], cv2.IMREAD_COLOR) for dp in ds]
+    # the 16 images of at least 384x384, center-cropped to squares and resized to 256x256; the small one dropped
+    assert len(decoded) == 16 and all(im.shape == (256, 256, 3) for im in decoded)
