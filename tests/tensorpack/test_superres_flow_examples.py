@@ -297,7 +297,7 @@ TOSTRING = (b"cv2.imencode(mode, img)[1].tostring()", b"cv2.imencode(mode, img)[
 
 def test_data_sampler_stops_at_numpys_removed_tostring_then_writes_the_lmdb_enet_pat_reads(tmp_path):
     import cv2
-    from test_image_examples import change_line
+    from test_image_examples import change_line, load_module, script_folder
 
     from trainstack.tensorpack import LMDBSerializer
     write_coco_zip(tmp_path / "train2017.zip")
@@ -314,5 +314,16 @@ def test_data_sampler_stops_at_numpys_removed_tostring_then_writes_the_lmdb_enet
     ds = LMDBSerializer.load(str(tmp_path / "train2017.lmdb"), shuffle=False)
     ds.reset_state()
     decoded = [cv2.imdecode(dp[0], cv2.IMREAD_COLOR) for dp in ds]
+    ds.ds.close()   # the LMDBData: lmdb opens a database once per process
     # the 16 images of at least 384x384, center-cropped to squares and resized to 256x256; the small one dropped
     assert len(decoded) == 16 and all(im.shape == (256, 256, 3) for im in decoded)
+    # enet-pat.py's get_data('....lmdb'): decoded, cropped to 128x128 and shrunk to 32x32, in 3 workers, 16 a batch
+    script = tmp_path / "ported" / "enet-pat.py"
+    with script_folder(script):
+        ds = load_module(script).get_data(str(tmp_path / "train2017.lmdb"))
+        ds.reset_state()
+        try:
+            low, high = next(iter(ds))
+        finally:
+            ds.ds.close()   # the MultiProcessRunnerZMQ under BatchData: its worker processes
+    assert low.shape == (16, 32, 32, 3) and high.shape == (16, 128, 128, 3) and high.dtype == np.uint8
