@@ -5,9 +5,12 @@ Both folders are byte for byte from tensorpack master 1547a54 (``tests/tensorpac
 ``examples/GAN/GAN.py``, a link in tensorpack's ``SuperResolution/``). ``enet-pat.py`` trains on a tiny COCO
 training zip (JPEGs under ``train2017/``, as COCO's ``train2017.zip``) with a ``vgg19.npz`` of random weights under
 the names it loads, capped by ``run_example.py``; then its ``--apply`` mode runs the checkpoint it wrote on an image.
-``flownet2.py`` is inference only: it runs on a pair of images with an ``.npz`` of random weights under the names
-its models load, its correlation layer (NCHW, on the CPU) is checked against its formula in NumPy, and its Sintel
-mode's average endpoint error against the one computed from the flows it predicts.
+``data_sampler.py --create`` (its LMDB) stops at NumPy 2's removed ``tostring()`` and runs with ``tobytes()``.
+``flownet2.py`` is inference only: it runs on image pairs with an ``.npz`` of random weights under the names its
+models load. As written it shows each result in an OpenCV window before writing it, which headless OpenCV cannot
+(it stops there); ``run_without_display.py`` runs it with the window functions returning at once. Its correlation
+layer (NCHW, on the CPU) is checked against its formula in NumPy, and its Sintel mode's average endpoint error
+against the one computed from the flows it predicts.
 """
 from __future__ import annotations
 
