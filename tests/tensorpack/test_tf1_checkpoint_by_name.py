@@ -137,3 +137,23 @@ def test_strict_refuses_a_partial_tf1_checkpoint_and_changes_nothing(tmp_path):
         SaverRestore(prefix, strict=True).init(fresh)
     for v in fresh.tower_func.variables:  # none of the values it has was loaded
         np.testing.assert_array_equal(cases.value(v), before[v.name], err_msg=v.name)
+
+
+def test_an_object_checkpoint_keyed_by_a_models_attribute_loads_the_tf1_variables_by_their_names(tmp_path):
+    """A trainstack checkpoint keys a tensorpack model's variables by the model's attributes that hold them
+    (GAN.py's ``collect_variables`` sets ``self.g_vars`` while training only): a predictor of the same model
+    reaches them by another path, and ``SaverRestore`` finds them by the TF1 names the checkpoint stores."""
+    from trainstack.towers import DictRestore
+    holder = tf.Module()
+    holder.g_vars = [tf.Variable(value, name=name) for name, value in cases.WEIGHTS.items()]
+    prefix = tf.train.Checkpoint(model=holder).write(str(tmp_path / "model-1"))
+    assert all(n.startswith(("model/g_vars/", "_CHECKPOINTABLE")) for n, _ in tf.train.list_variables(prefix))
+    init = SaverRestore(prefix)
+    np.testing.assert_array_equal(logits_with(init), logits_with(DictRestore(dict(cases.WEIGHTS))))
+    assert len(init.report.restored) == len(cases.WEIGHTS) and not init.report.missing and not init.report.unused
+    # a value of another shape under the name is the shape error, naming both shapes
+    other = tf.Module()
+    other.g_vars = [tf.Variable(np.zeros((3, 3, 1, 5), "float32"), name="conv0/W")]
+    prefix = tf.train.Checkpoint(model=other).write(str(tmp_path / "model-2"))
+    with pytest.raises(ValueError, match=r"conv0/W.*\(3, 3, 1, 5\).*\(3, 3, 1, 4\)"):
+        logits_with(SaverRestore(prefix))

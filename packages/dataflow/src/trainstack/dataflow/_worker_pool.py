@@ -22,7 +22,6 @@ import logging
 import multiprocessing as mp
 import multiprocessing.spawn as mp_spawn
 import os
-import pickle
 import secrets
 import signal
 import socket
@@ -35,13 +34,12 @@ from multiprocessing.connection import Connection
 from multiprocessing.process import BaseProcess
 from typing import TYPE_CHECKING, Any
 
-import cloudpickle
-
 try:
     import fcntl
 except ImportError:  # Windows
     fcntl = None  # type: ignore[assignment]
 
+from . import _payload_pickler
 from ._readers import FrameReaders
 from .base import fixed_rng_seed
 from .errors import FrameError, InputError, InputWorkerError
@@ -69,9 +67,10 @@ class Worker:
 
 def pickle_payload(obj: Any, what: str, who: str) -> bytes:
     """``obj`` pickled by cloudpickle for the workers: lambdas, closures and definitions of
-    ``__main__`` by value, objects of importable modules by reference."""
+    ``__main__`` by value, objects of importable modules by reference, a ``ZipFile`` read from a
+    path as that path (the worker reopens it; see :mod:`._payload_pickler`)."""
     try:
-        return cloudpickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL)  # type: ignore[no-any-return]  # untyped
+        return _payload_pickler.dumps(obj)
     except Exception as e:  # noqa: BLE001 - pickle raises several kinds
         raise InputError(
             f"{who}: {what} must be picklable to start worker processes (lambdas, closures and "

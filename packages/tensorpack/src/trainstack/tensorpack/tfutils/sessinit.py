@@ -15,7 +15,17 @@ import numpy as np
 import tensorflow as tf
 
 from trainstack.callbacks import checkpoint_objects_of
-from trainstack.callbacks.checkpoint_layout import checkpoint_variables, display_name, strip_tensor_suffix
+from trainstack.callbacks.checkpoint_layout import (
+    SAVER_KEYS,
+    CheckpointMatch,
+    NameBasedCheckpointError,
+    checkpoint_variables,
+    display_name,
+    is_saver_key,
+    match_checkpoint,
+    strip_tensor_suffix,
+    value_name,
+)
 from trainstack.towers import ChainInit, CheckpointInit, DictRestore, InitReport, JustCurrentSession, SessionInit
 from trainstack.towers import SmartInit as CoreSmartInit
 
@@ -67,6 +77,73 @@ class SaverRestore(CheckpointInit):
                 "structure, not by variable name, so a name prefix means nothing. List the sub-model in "
                 "checkpoint_objects under the name the checkpoint used, or use DictRestore with renamed keys")
         super().__init__(model_path, ignore, **kwargs)
+
+    def _run_init(self, trainer: Any) -> InitReport:
+        """The core's object-based restore, then, as tensorpack's ``Saver`` restored by name, each model
+        variable of the TF1 room that the object structure did not pair (see :meth:`_tf1_name_pairs`)."""
+        if self.resume:
+            return super()._run_init(trainer)
+        objects = {k: v for k, v in checkpoint_objects_of(trainer, repr(self)).items() if k not in SAVER_KEYS}
+        try:
+            match = match_checkpoint(self.path, objects)
+        except NameBasedCheckpointError:
+            return self._restore_by_name(trainer)
+        by_name = self._tf1_name_pairs(match)   # a shape mismatch raises here, before anything is restored
+        strict, self.strict = self.strict, False   # checked below, after the pairing by name
+        before = [(var, tf.identity(var).numpy()) for _, var in checkpoint_variables(objects)] if strict else []
+        try:
+            report = super()._run_init(trainer)
+        finally:
+            self.strict = strict
+        for name, (key, var) in by_name.items():
+            if name not in report.missing:
+                continue
+            report.missing.remove(name)
+            report.paths.pop(name, None)
+            if value_name(key) in report.unused:
+                report.unused.remove(value_name(key))
+            if tuple(match.shapes[key]) == tuple(var.shape):
+                var.assign(match.reader.get_tensor(key))
+                report.restored.append(name)
+            else:
+                report.skipped.append(name)
+        report.restored.sort()
+        report.skipped.sort()
+        if strict and (report.missing or report.unused):
+            for var, value in before:
+                var.assign(value)
+            raise ValueError(f"{self!r} (strict): variables not in the checkpoint: {report.missing}; "
+                             f"checkpoint values with no variable: {report.unused}")
+        return report
+
+    def _tf1_name_pairs(self, match: CheckpointMatch) -> dict[str, tuple[str, Any]]:
+        """{variable's name in the report: (checkpoint key, variable)} for each variable the object structure
+        left unpaired whose TF1 name (``gen/conv1/W``) exactly one unpaired value of the checkpoint was stored
+        under. A checkpoint keys a tensorpack model's variables by the model's attributes that hold them
+        (``GAN.py``'s ``collect_variables`` sets ``self.g_vars`` in training only), so a predictor of the same
+        model reaches them by another path (``model/untracked/gen.Sconv1.SW``); tensorpack's ``Saver`` matched
+        them by name. Keras variables are left to the object structure. A shape mismatch is a ValueError, or
+        with ``ignore_mismatch`` a warning (the variable keeps its value)."""
+        unpaired: dict[str, list[str]] = {}
+        for node_id, node in enumerate(match.graph.nodes):
+            if node_id not in match.nodes:
+                for attr in node.attributes:
+                    if attr.full_name and not is_saver_key(attr.checkpoint_key):
+                        unpaired.setdefault(attr.full_name, []).append(attr.checkpoint_key)
+        pairs = {}
+        for path, var in match.missing:
+            name = display_name(path, var)
+            keys = unpaired.get(strip_tensor_suffix(var.name), [])
+            if isinstance(var, keras.Variable) or len(keys) != 1 or name in self.ignore:
+                continue
+            if tuple(match.shapes[keys[0]]) != tuple(var.shape):
+                message = (f"{self!r}: shapes differ for {name} (by its name {strip_tensor_suffix(var.name)}): "
+                           f"checkpoint {tuple(match.shapes[keys[0]])}, variable {tuple(var.shape)}")
+                if not self.ignore_mismatch:
+                    raise ValueError(message + ". Pass ignore_mismatch=True to keep it as it is")
+                logger.warning("%s; it keeps its value", message)
+            pairs[name] = (keys[0], var)
+        return pairs
 
     def _restore_by_name(self, trainer: Any) -> InitReport:
         """A name-based (TF1) checkpoint, as tensorpack's ``SaverRestore`` loaded it: each value
