@@ -146,6 +146,8 @@ from trainstack.tensorpack import ModelDesc
 
 
 class Model(ModelDesc):
+    autograph = True  # its build_graph branches on a tensor
+
     def inputs(self):
         return [tf.TensorSpec([None, 3], tf.float32, "x")]
 

@@ -79,6 +79,8 @@ class TowerFunc:
 
     #: Hook: the class of the handle each build records (a subclass may resolve more names)
     handle_class: type[TowerHandle] = TowerHandle
+    #: convert ``fn`` with AutoGraph before each trace (see the class docstring)
+    autograph: bool = False
 
     def __init__(self, fn: Callable[..., Any], input_signature: Sequence[tf.TensorSpec],
                  owner: Any = None, autograph: bool = False) -> None:
@@ -89,7 +91,6 @@ class TowerFunc:
         if not callable(fn):
             raise TypeError(f"a tower function must be callable, got {fn!r}")
         self.fn: Callable[..., Any] = fn
-        #: convert ``fn`` with AutoGraph before each trace (see the class docstring)
         self.autograph = bool(autograph)
         #: the owner given as ``owner=`` (a dict wrapped in a DeclaredOwner), or None
         self._declared_owner: Any = declare_owner(owner, fn)
