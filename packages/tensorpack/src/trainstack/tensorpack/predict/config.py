@@ -6,6 +6,7 @@ from typing import Any
 
 import tensorflow as tf
 
+from trainstack.tensorpack.tf1 import TowerFunc as RoomTowerFunc
 from trainstack.towers import ModelDescBase, TowerFunc
 from trainstack.towers import PredictConfig as CorePredictConfig
 
@@ -18,7 +19,11 @@ class PredictConfig(CorePredictConfig):
     """tensorpack's PredictConfig: the core's :class:`~trainstack.towers.PredictConfig`, with tensorpack's
     signature. Its TF1 arguments: ``session_creator`` is refused with a TypeError naming
     :class:`~trainstack.towers.RuntimeConfig`; ``create_graph=True`` (tensorpack's default) is what
-    always happens (each predictor traces its own ``tf.function``), ``False`` is refused."""
+    always happens (each predictor traces its own ``tf.function``), ``False`` is refused.
+
+    A plain ``tower_func`` (a function with ``input_signature``) is built in the TF1 room, as tensorpack's
+    trainers build one: tensorpack's layers (``Conv2D``, ...), ``argscope`` and ``tf.layers`` work in it, as in
+    tensorpack's inference scripts (``examples/CaffeModels/load-*.py``)."""
 
     def __init__(self, model: ModelDescBase | None = None,
                  tower_func: TowerFunc | Callable[..., Any] | None = None,
@@ -33,6 +38,9 @@ class PredictConfig(CorePredictConfig):
         if create_graph is not True:
             raise ValueError("PredictConfig(create_graph=False): there is no default graph to build into "
                              "in TensorFlow 2; every predictor traces its own tf.function")
+        if (model is None and callable(tower_func) and not isinstance(tower_func, TowerFunc)
+                and input_signature is not None):
+            tower_func, input_signature = RoomTowerFunc(tower_func, input_signature), None
         super().__init__(model, tower_func, input_signature, input_names, output_names,
                          session_init=session_init, return_input=return_input)
 
