@@ -1,6 +1,7 @@
 """tensorpack 0.11's ``MultiTowerOfflinePredictor``, ``DataParallelOfflinePredictor`` and
 ``MultiThreadAsyncPredictor`` on the towers layer's predictors, measured against the model's formula
-(``y = x @ W + b`` with restored weights) on '/cpu:0' towers (no GPU here) or GPUs."""
+(``y = x @ W + b`` with restored weights) on '/cpu:0' towers (no GPU here) or GPUs; and ``PredictConfig`` of a
+plain tower function using tensorpack's layers."""
 from __future__ import annotations
 
 import threading
@@ -104,3 +105,25 @@ def test_predictor_base_is_tensorpacks_abstract_predictor():
     assert issubclass(OnlinePredictor, PredictorBase) and isinstance(OfflinePredictor(config()), PredictorBase)
     assert issubclass(MultiThreadAsyncPredictor, PredictorBase) and issubclass(MultiTowerOfflinePredictor,
                                                                                PredictorBase)
+
+
+def test_predict_config_builds_a_plain_tower_function_with_tensorpacks_layers():
+    """PredictConfig(tower_func=<function>, input_signature=...) builds the function in the TF1 room, as
+    tensorpack's inference scripts (examples/CaffeModels) need: its layers, argscope and variable names."""
+    from trainstack.tensorpack import FullyConnected, PredictConfig, argscope
+
+    def tower_func(x):
+        with argscope(FullyConnected, activation=tf.nn.relu):
+            FullyConnected("fc", x, 2)
+        tf.identity(x * 2, name="doubled")
+
+    w, b = RNG.normal(size=(3, 2)).astype("float32"), np.float32([0.5, -0.5])
+    pred = OfflinePredictor(PredictConfig(tower_func=tower_func, input_names=["input"],
+                                          input_signature=[tf.TensorSpec((None, 3), tf.float32, "input")],
+                                          output_names=["fc/output", "doubled"],
+                                          session_init={"fc/W": w, "fc/b": b}))
+    x = RNG.normal(size=(4, 3)).astype(np.float32)
+    y, doubled = pred(x)
+    np.testing.assert_allclose(y, np.maximum(x @ w + b, 0), rtol=1e-6)
+    np.testing.assert_allclose(doubled, 2 * x)
+    assert sorted(v.name for v in pred.tower_func.variables) == ["fc/W:0", "fc/b:0"]
