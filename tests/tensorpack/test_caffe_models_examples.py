@@ -65,6 +65,8 @@ def check_top10(out: str, logits: np.ndarray, restored: int) -> list[int]:
     assert f"Restored {restored} variables" in out, out[-3000:]
     top10, names = printed_top10(out)
     order = np.argsort(logits)[::-1]
+    # the top 11 logits far enough apart that float32 rounding cannot reorder them
+    assert np.diff(logits[order[:11]]).max() < -1e-3, logits[order[:11]]
     assert top10 == list(order[:10]), (top10, list(order[:10]), np.sort(logits)[::-1][:11])
     assert names == [f"n{1440764 + k:08d} class {k}" for k in top10]
     return top10
