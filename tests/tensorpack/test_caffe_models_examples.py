@@ -9,7 +9,7 @@ ported as a whole (import lines only), each script runs in a subprocess (``pytho
 IMAGE``) on ``demo-cpm.jpg``, and what it prints or writes is compared with the same network written in plain
 TensorFlow from the same arrays. ``ILSVRCMeta()`` reads caffe's ``synset_words.txt`` under
 ``$TENSORPACK_DATASET/ilsvrc_metadata``, written here. The ``.npz`` files (244 MB for AlexNet, 553 MB for VGG16,
-574 MB for VGG19) are deleted after use.
+574 MB for VGG19, 119 MB for CPM) are deleted after use.
 """
 from __future__ import annotations
 
@@ -126,7 +126,10 @@ def test_load_cpm_writes_the_heatmap_of_its_caffe_weights(tmp_path):
     heatmap = resize_bilinear_tf1(maps, 368)[:, :, :14].sum(2)
     assert 0.04 < heatmap.min() < 0.1 and 0.9 < heatmap.max() < 0.96, (heatmap.min(), heatmap.max())
     np.savez(tmp_path / "cpm.npz", **weights)
-    out = run([folder / "load-cpm.py", "--load", tmp_path / "cpm.npz", "--input", IMAGE], tmp_path)
+    try:
+        out = run([folder / "load-cpm.py", "--load", tmp_path / "cpm.npz", "--input", IMAGE], tmp_path)
+    finally:
+        (tmp_path / "cpm.npz").unlink()
     assert "Restored 104 variables" in out, out[-3000:]
 
     # output.jpg, in the working directory: the image blended half and half with the jet colors of the heatmap
