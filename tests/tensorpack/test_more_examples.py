@@ -159,8 +159,10 @@ def test_spatial_transformer_mnist_addition_trains_its_two_transformers(tmp_path
     assert rows[-1]["validation_cost"] < math.log(19) - 0.05, rows
     assert rows[-1]["cross_entropy_loss"] < rows[0]["cross_entropy_loss"]
     # SummaryGradient: the gradient of each of the 22 weights, the two transformers' scaled by ScaleGradient
-    grads = {k for k in rows[-1] if k.endswith("-grad-rms")}
-    assert len(grads) == 22 and {"STN1/fct/W-grad-rms", "STN2/conv0/W-grad-rms", "fct/b-grad-rms"} <= grads
+    # (tensorpack's tags: the moving average of each gradient's RMS as SummaryGradient/<var>/rms)
+    grads = {k for k in rows[-1] if k.startswith("SummaryGradient/") and k.endswith("/rms")}
+    assert len(grads) == 22 and {"SummaryGradient/STN1/fct/W/rms", "SummaryGradient/STN2/conv0/W/rms",
+                                 "SummaryGradient/fct/b/rms"} <= grads
     # tf.summary.image('visualize'): the two digits, and each transformer's view of them, side by side
     shown = images(logdir, "visualization/visualize")
     assert sorted(shown) == [10, 20] and len(shown[20]) == 30

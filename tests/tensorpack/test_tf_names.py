@@ -3,6 +3,10 @@ behaviour (its source's formulas): optimizer wrappers measured on the weights st
 processors, symbolic functions, name scopes, checkpoints as dicts, the step value, and two callbacks."""
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+
 import numpy as np
 import pytest
 import tensorflow as tf
@@ -11,7 +15,7 @@ from trainstack.loop import Callback, Trainer
 from trainstack.tensorpack.callbacks import MergeAllSummaries, StartProcOrThread, TensorPrinter
 from trainstack.tensorpack.compat import tfv1
 from trainstack.tensorpack.tfutils import get_current_tower_context, get_global_step_value
-from trainstack.tensorpack.tfutils.gradproc import CheckGradient
+from trainstack.tensorpack.tfutils.gradproc import CheckGradient, SummaryGradient
 from trainstack.tensorpack.tfutils.model_utils import describe_trainable_vars, get_shape_str
 from trainstack.tensorpack.tfutils.optimizer import (
     AccumGradOptimizer,
@@ -315,3 +319,44 @@ def test_a_variables_tf1_name_is_a_tensor_name_of_the_tower():
     np.testing.assert_allclose(out, x @ kernel + bias, rtol=1e-6)
     with pytest.raises(KeyError, match="no tensor named 'fc/V' in tower"):
         OfflinePredictor(PredictConfig(model=model, input_names=["x"], output_names=["fc/V"]))
+
+
+TENSORPACKS_TAGS = """
+import tensorflow as tf
+tf.compat.v1.disable_eager_execution()
+from tensorpack.tfutils.gradproc import SummaryGradient
+from tensorpack.tfutils.optimizer import apply_grad_processors
+with tf.Graph().as_default():
+    w = tf.compat.v1.get_variable("w", [2], initializer=tf.compat.v1.ones_initializer())
+    cost = tf.reduce_sum(tf.constant([3.0, -4.0]) * w)
+    opt = apply_grad_processors(tf.compat.v1.train.GradientDescentOptimizer(0.1), [SummaryGradient()])
+    opt.apply_gradients(opt.compute_gradients(cost))
+    for s in tf.compat.v1.get_collection(tf.compat.v1.GraphKeys.SUMMARIES):
+        print("SUMMARY", s.op.type, s.op.name)
+"""
+
+
+def test_summary_gradient_writes_tensorpacks_tags():
+    """tensorpack 0.11's own SummaryGradient, built in a TF1 graph in another process, tags the histogram
+    ``SummaryGradient/w-grad`` and the RMS's moving average ``SummaryGradient/w/rms`` (its monitors strip the
+    scalar's ``-summary``); this one records those names, with the RMS of the gradient."""
+    done = subprocess.run([sys.executable, "-c", TENSORPACKS_TAGS], capture_output=True, text=True, timeout=300,
+                          env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"})
+    assert done.returncode == 0, done.stderr[-3000:]
+    theirs = sorted(line.split()[1:] for line in done.stdout.splitlines() if line.startswith("SUMMARY "))
+    assert theirs == [["HistogramSummary", "SummaryGradient/w-grad"], ["ScalarSummary", "SummaryGradient/w/rms-summary"]]
+
+    df = [(np.array([[3.0, -4.0]] * 4, "float32"),)] * 3  # each step's gradient is (3, -4): RMS sqrt(12.5)
+    opt = lambda: apply_grad_processors(tfv1.train.GradientDescentOptimizer(LR), [SummaryGradient()])  # noqa: E731
+    collection = train(Linear(opt), df).summary_collection
+    assert "SummaryGradient/w-grad" in collection.summary_names
+    assert collection.moving_average_values()["SummaryGradient/w/rms"] == pytest.approx(np.sqrt(12.5))
+    assert not any(n.startswith("w-grad") or n == "grad_global_norm"
+                   for n in [*collection.summary_names, *collection.moving_average_names])
+    histogram = {name: value for name, kind, value in collection.summary_values() if kind == "histogram"}
+    assert set(histogram) == {"SummaryGradient/w-grad"}
+
+    unwritten = train(Linear(lambda: apply_grad_processors(tfv1.train.GradientDescentOptimizer(LR),
+                                                           [SummaryGradient(collections=["AAA"])])), df)
+    assert "SummaryGradient/w-grad" not in unwritten.summary_collection.summary_names
+    assert "SummaryGradient/w/rms" in unwritten.summary_collection.moving_average_names

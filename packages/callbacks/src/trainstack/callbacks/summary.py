@@ -207,8 +207,9 @@ class SummaryCollection:
                             "expected a number")
         return tf.cast(tensor, tf.float64 if tensor.dtype == tf.float64 else tf.float32)
 
-    def add_summary(self, tensor: Any, name: str, summary_type: str = "scalar") -> None:
-        """Keep a summary of ``tensor``, reported as ``name`` + the type's suffix.
+    def add_summary(self, tensor: Any, name: str, summary_type: str = "scalar", exact_name: bool = False) -> None:
+        """Keep a summary of ``tensor``, reported as ``name`` + the type's suffix (as ``name``
+        itself with ``exact_name``: a tag given by other code, such as tensorpack's).
 
         ``summary_type`` is one of :data:`SUMMARY_TYPES` (see
         :func:`add_tensor_summary`). The value is computed in the step and
@@ -219,7 +220,7 @@ class SummaryCollection:
         if summary_type not in SUMMARY_TYPES:
             raise ValueError(f"summary {name!r}: unknown type {summary_type!r}; expected one of "
                              f"{list(SUMMARY_TYPES)}")
-        key = name + SUMMARY_TYPES[summary_type]
+        key = name if exact_name else name + SUMMARY_TYPES[summary_type]
         kind = "histogram" if summary_type == "histogram" else "scalar"
         reduce = _REDUCTIONS[summary_type]
         variable = is_variable(tensor)

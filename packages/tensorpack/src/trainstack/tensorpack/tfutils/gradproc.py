@@ -1,22 +1,16 @@
 """tensorpack 0.11's ``tensorpack.tfutils.gradproc`` (the core's processors, from ``trainstack.towers``;
-``PrintGradient`` and ``CheckGradient`` are tensorpack's, on ``MapGradient``)."""
+``SummaryGradient``, ``PrintGradient`` and ``CheckGradient`` are tensorpack's, on ``MapGradient``)."""
 from __future__ import annotations
 
 from typing import Any, ClassVar
 
 import tensorflow as tf
 
-from trainstack.towers import (
-    FilterNoneGrad,
-    GlobalNormClip,
-    GradientProcessor,
-    MapGradient,
-    ScaleGradient,
-    SummaryGradient,
-)
+from trainstack.callbacks import add_moving_summary, get_summary_collection
+from trainstack.towers import FilterNoneGrad, GlobalNormClip, GradientProcessor, MapGradient, ScaleGradient
 
 from .._replaced import unprovided
-from .symbolic_functions import print_stat
+from .symbolic_functions import print_stat, rms
 
 __all__ = ["GradientProcessor", "FilterNoneGrad", "GlobalNormClip", "MapGradient", "SummaryGradient",
            "PrintGradient", "CheckGradient", "ScaleGradient"]
@@ -24,6 +18,31 @@ __all__ = ["GradientProcessor", "FilterNoneGrad", "GlobalNormClip", "MapGradient
 
 def _var_name(var: Any) -> str:
     return str(getattr(var, "path", None) or var.name).split(":")[0]
+
+
+class SummaryGradient(MapGradient):
+    """tensorpack's: for each gradient matching ``regex``, its histogram, tagged
+    ``SummaryGradient/<var>-grad``, and the moving average of its RMS, ``SummaryGradient/<var>/rms``:
+    the names tensorpack's graph gave them (its processors ran in a name scope of their class's name).
+    Recorded where the trainer records the step's summaries (the main training tower's step).
+    ``collections`` keeps TF1's meaning for the histogram: written only with ``summaries`` among them.
+    (``trainstack.towers.SummaryGradient`` names them ``<var>-grad-histogram``, ``<var>-grad-rms``, and
+    adds ``grad_global_norm``.)"""
+
+    def __init__(self, regex: str = ".*", collections: Any = None) -> None:
+        super().__init__(self._mapper, regex)
+        names = [collections] if isinstance(collections, str) else collections
+        self._histogram = names is None or tf.compat.v1.GraphKeys.SUMMARIES in names
+
+    def _mapper(self, grad: Any, var: Any) -> Any:
+        collection = get_summary_collection()
+        if collection is not None:
+            name = f"SummaryGradient/{_var_name(var)}"
+            dense = tf.convert_to_tensor(grad)
+            if self._histogram:
+                collection.add_summary(dense, f"{name}-grad", "histogram", exact_name=True)
+            add_moving_summary(rms(dense), name=f"{name}/rms", collection=collection)
+        return grad
 
 
 class PrintGradient(MapGradient):

@@ -91,9 +91,9 @@ class _TowerRecorder(SummaryCollection):
     def add_moving_average(self, tensor: Any, name: str, decay: float = 0.95) -> tf.Tensor:
         return self._gathered.add_moving_average(self._index, tensor, name, decay)
 
-    def add_summary(self, tensor: Any, name: str, summary_type: str = "scalar") -> None:
+    def add_summary(self, tensor: Any, name: str, summary_type: str = "scalar", exact_name: bool = False) -> None:
         if self._index == 0:
-            self._gathered.target.add_summary(tensor, name, summary_type)
+            self._gathered.target.add_summary(tensor, name, summary_type, exact_name)
 
     def add_fetched_summary(self, name: str, kind: str, fetch: str) -> None:
         if self._index == 0:
