@@ -19,6 +19,7 @@ from trainstack.towers import (
     ScalarStats,
     SimpleTrainer,
     SyncMultiGPUTrainerReplicated,
+    TowerFunc,
     TrainConfig,
     launch_train_with_config,
 )
@@ -169,3 +170,11 @@ def test_a_tower_function_without_source_is_traced_as_written(caplog):
     assert trainer.global_step == 10
     warned = [r.getMessage() for r in caplog.records if "AutoGraph could not convert" in r.getMessage()]
     assert len(warned) == 1
+
+
+def test_a_tower_func_wrapped_again_keeps_its_autograph_setting_unless_given_one():
+    signature = [tf.TensorSpec([None, 4], tf.float32, "x")]
+    converted = TowerFunc(lambda x: x, signature, autograph=True)
+    assert TowerFunc(converted, signature).autograph is True
+    assert TowerFunc(converted, signature, autograph=False).autograph is False
+    assert TowerFunc(TowerFunc(lambda x: x, signature), signature).autograph is False
