@@ -3,6 +3,7 @@ behaviour (its source's formulas): optimizer wrappers measured on the weights st
 processors, symbolic functions, name scopes, checkpoints as dicts, the step value, and two callbacks."""
 from __future__ import annotations
 
+import logging
 import os
 import subprocess
 import sys
@@ -336,7 +337,7 @@ with tf.Graph().as_default():
 """
 
 
-def test_summary_gradient_writes_tensorpacks_tags():
+def test_summary_gradient_writes_tensorpacks_tags(caplog):
     """tensorpack 0.11's own SummaryGradient, built in a TF1 graph in another process, tags the histogram
     ``SummaryGradient/w-grad`` and the RMS's moving average ``SummaryGradient/w/rms`` (its monitors strip the
     scalar's ``-summary``); this one records those names, with the RMS of the gradient."""
@@ -356,7 +357,9 @@ def test_summary_gradient_writes_tensorpacks_tags():
     histogram = {name: value for name, kind, value in collection.summary_values() if kind == "histogram"}
     assert set(histogram) == {"SummaryGradient/w-grad"}
 
-    unwritten = train(Linear(lambda: apply_grad_processors(tfv1.train.GradientDescentOptimizer(LR),
-                                                           [SummaryGradient(collections=["AAA"])])), df)
+    with caplog.at_level(logging.WARNING, logger="trainstack.tensorpack"):
+        unwritten = train(Linear(lambda: apply_grad_processors(tfv1.train.GradientDescentOptimizer(LR),
+                                                               [SummaryGradient(collections=["AAA"])])), df)
+    assert "'SummaryGradient/w-grad', collections=['AAA']): not written, as in TF1" in caplog.text
     assert "SummaryGradient/w-grad" not in unwritten.summary_collection.summary_names
     assert "SummaryGradient/w/rms" in unwritten.summary_collection.moving_average_names

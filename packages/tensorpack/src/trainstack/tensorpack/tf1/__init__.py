@@ -9,7 +9,7 @@ modules and the tests that prove them):
 - feedfree.py   tensorpack 003's feedfree trainers
 - eager.py      the trainers' entry points, eagerly also inside ``with tf.Graph().as_default():``
 - variables.py  ``tf.compat.v1.get_variable``
-- summaries.py  ``tf.summary.*``, ``tf.compat.v1.summary.*``, ``add_param_summary``
+- summaries.py  ``tf.summary.*``, ``tf.compat.v1.summary.*``, ``add_param_summary``, ``in_merged_collections``
 - summary_ops.py what a TF1 summary becomes in a tower: a tensor computed when written
 - optimizers.py ``opt.minimize``, ``tf.control_dependencies`` between them
 - train_optimizers.py ``tf.compat.v1.train.AdamOptimizer`` & co.: Keras optimizers running TF1's rules
@@ -83,7 +83,7 @@ from .recording import GraphBuildError
 from .regularize import l1_regularizer, l2_regularizer, regularize_cost
 from .room import emulation
 from .step_counter import get_global_step_var, last_trainer
-from .summaries import add_param_summary
+from .summaries import add_param_summary, in_merged_collections
 from .switch import TF1CallError
 from .tower import TowerContext, TowerFunc
 from .train_optimizers import apply_grad_processors
@@ -110,7 +110,7 @@ __all__ = [
     "SimpleTrainer", "QueueInputTrainer", "NoOpTrainer", "MultiGPUTrainerBase", "SyncMultiGPUTrainerReplicated",
     "SyncMultiGPUTrainerParameterServer", "SyncMultiGPUTrainer", "AsyncMultiGPUTrainer", "apply_grad_processors",
     "HorovodTrainer", "DistributedTrainerReplicated", "DistributedTrainerParameterServer", "minimize", "GraphOp", "GraphBuildError",
-    "add_param_summary", "regularize_cost", "l2_regularizer", "l1_regularizer", "get_global_step_var", "last_trainer",
+    "add_param_summary", "in_merged_collections", "regularize_cost", "l2_regularizer", "l1_regularizer", "get_global_step_var", "last_trainer",
     "tfv1", "get_num_gpu", "KerasPhaseCallback", "KerasModel", "setup_keras_trainer", "DataParallelBuilder",
     "auto_reuse_variable_scope", "under_variable_scope", "producing_for", "model_variables",
     "FeedfreeTrainerBase", "SingleCostFeedfreeTrainer", "SimpleFeedfreeTrainer", "legacy_get_predictor",

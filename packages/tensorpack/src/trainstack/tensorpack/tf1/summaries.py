@@ -54,7 +54,7 @@ from .summary_ops import histogram_value, image_value, record, scalar_value, tag
 from .switch import Frame, Patch, TF1CallError, current
 from .trainable import trainable_of, variable_name
 
-__all__ = ["PATCHES", "add_param_summary"]
+__all__ = ["PATCHES", "add_param_summary", "in_merged_collections"]
 
 MERGE = ("tf.compat.v1.summary.{fn}() was called in tower {tower!r}: TensorFlow 2 has nothing to merge or "
          "run. The tower's tf.summary.* and tf.compat.v1.summary.* are recorded as they are made, and "
@@ -141,7 +141,7 @@ def _recorded_call(kind: str, parse: Callable[..., tuple], tf1: bool) -> Callabl
             return original(*args, **kwargs)
         name, data, options = parse(*args, **kwargs)
         collections = options.pop("collections", None)
-        if collections is not None and not _merged(api, name, collections):
+        if collections is not None and not in_merged_collections(api, name, collections):
             return None
         family = options.pop("family", None)
         if frame.tower is None:
@@ -156,7 +156,7 @@ def _recorded_call(kind: str, parse: Callable[..., tuple], tf1: bool) -> Callabl
     return emulate
 
 
-def _merged(api: str, name: Any, collections: Any) -> bool:
+def in_merged_collections(api: str, name: Any, collections: Any) -> bool:
     """Whether TF1 merged a summary made with ``collections=`` into the summaries MergeAllSummaries
     wrote: when the list holds ``GraphKeys.SUMMARIES``. Logged (once per name) when it does not."""
     key = tf.compat.v1.GraphKeys.SUMMARIES

@@ -6,18 +6,15 @@ from typing import Any, ClassVar
 
 import tensorflow as tf
 
-from trainstack.callbacks import add_moving_summary, get_summary_collection
+from trainstack.callbacks import add_moving_summary, get_summary_collection, variable_name
 from trainstack.towers import FilterNoneGrad, GlobalNormClip, GradientProcessor, MapGradient, ScaleGradient
 
 from .._replaced import unprovided
+from ..tf1 import in_merged_collections
 from .symbolic_functions import print_stat, rms
 
 __all__ = ["GradientProcessor", "FilterNoneGrad", "GlobalNormClip", "MapGradient", "SummaryGradient",
            "PrintGradient", "CheckGradient", "ScaleGradient"]
-
-
-def _var_name(var: Any) -> str:
-    return str(getattr(var, "path", None) or var.name).split(":")[0]
 
 
 class SummaryGradient(MapGradient):
@@ -31,15 +28,15 @@ class SummaryGradient(MapGradient):
 
     def __init__(self, regex: str = ".*", collections: Any = None) -> None:
         super().__init__(self._mapper, regex)
-        names = [collections] if isinstance(collections, str) else collections
-        self._histogram = names is None or tf.compat.v1.GraphKeys.SUMMARIES in names
+        self._collections = collections
 
     def _mapper(self, grad: Any, var: Any) -> Any:
         collection = get_summary_collection()
         if collection is not None:
-            name = f"SummaryGradient/{_var_name(var)}"
+            name = f"SummaryGradient/{variable_name(var)}"
             dense = tf.convert_to_tensor(grad)
-            if self._histogram:
+            if self._collections is None or in_merged_collections("summary.histogram", f"{name}-grad",
+                                                                   self._collections):
                 collection.add_summary(dense, f"{name}-grad", "histogram", exact_name=True)
             add_moving_summary(rms(dense), name=f"{name}/rms", collection=collection)
         return grad
@@ -54,7 +51,7 @@ class PrintGradient(MapGradient):
         super().__init__(self._mapper, regex)
 
     def _mapper(self, grad: Any, var: Any) -> Any:
-        name = _var_name(var)
+        name = variable_name(var)
         if name not in PrintGradient._printed:
             PrintGradient._printed.add(name)
             grad = print_stat(grad, message=name + "-grad")
@@ -68,7 +65,7 @@ class CheckGradient(MapGradient):
         super().__init__(self._mapper)
 
     def _mapper(self, grad: Any, var: Any) -> Any:
-        return tf.debugging.check_numerics(grad, "CheckGradient/" + _var_name(var))
+        return tf.debugging.check_numerics(grad, "CheckGradient/" + variable_name(var))
 
 
 __getattr__ = unprovided(__name__)
