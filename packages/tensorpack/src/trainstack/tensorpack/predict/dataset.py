@@ -51,6 +51,18 @@ class DatasetPredictorBase:
         """Every output of :meth:`get_result`, in a list."""
         return list(self.get_result())
 
+    def _start_pass(self) -> Any:
+        """Reset the dataflow for a new pass; the pass's progress bar (a ``tqdm``, shown when the
+        dataflow has a size)."""
+        reset_dataflow(self.dataset)
+        try:
+            total = len(self.dataset)
+        except (TypeError, NotImplementedError):
+            total = 0
+        from tqdm import tqdm  # noqa: PLC0415 - a dependency of trainstack-callbacks
+
+        return tqdm(total=total, disable=total == 0, leave=False)
+
 
 class SimpleDatasetPredictor(DatasetPredictorBase):
     """Predicts each datapoint of ``dataset`` in this process with an OfflinePredictor of
@@ -62,14 +74,7 @@ class SimpleDatasetPredictor(DatasetPredictorBase):
         self.predictor = OfflinePredictor(config)
 
     def get_result(self) -> Iterator[Any]:
-        reset_dataflow(self.dataset)
-        try:
-            total = len(self.dataset)
-        except (TypeError, NotImplementedError):
-            total = 0
-        from tqdm import tqdm  # noqa: PLC0415 - a dependency of trainstack-callbacks
-
-        with tqdm(total=total, disable=total == 0, leave=False) as bar:
+        with self._start_pass() as bar:
             for dp in self.dataset:
                 yield self.predictor(*dp)
                 bar.update()
@@ -114,15 +119,8 @@ class MultiProcessDatasetPredictor(DatasetPredictorBase):
                                f"({self._failed}); make a new predictor")
         if not self._finalizer.alive:
             raise RuntimeError(f"{type(self).__name__}.get_result() after close(): make a new predictor")
-        reset_dataflow(self.dataset)
-        try:
-            total = len(self.dataset)
-        except (TypeError, NotImplementedError):
-            total = 0
-        from tqdm import tqdm  # noqa: PLC0415 - a dependency of trainstack-callbacks
-
         self._pass += 1  # results of an earlier pass left unread (an abandoned iteration) are dropped
-        with tqdm(total=total, disable=total == 0, leave=False) as bar:
+        with self._start_pass() as bar:
             try:
                 for outputs in self._predict(self._pass):
                     yield outputs
